@@ -1,0 +1,72 @@
+// Package engine talks to OpenAI-compatible serving engines: the streaming client for
+// /v1/completions and /v1/chat/completions, the tokenize endpoint, and (per engine)
+// identity, version, Prometheus metrics and KV capacity.
+//
+// It knows nothing of scheduling or gating.
+package engine
+
+import (
+	"context"
+	"time"
+)
+
+// APIs.
+const (
+	APIChat        = "chat"
+	APICompletions = "completions"
+)
+
+// Request is one generation request.
+type Request struct {
+	API       string // APIChat or APICompletions
+	Model     string
+	Prompt    string
+	MaxTokens int
+	MinTokens int  // 0: not sent
+	IgnoreEOS bool // sends ignore_eos: true
+}
+
+// Error reasons, the keys of a run's errors-by-reason table. HTTP errors use
+// "http_<status>" (for example "http_500").
+const (
+	ErrTimeout     = "timeout"            // the per-request deadline passed
+	ErrConnect     = "connect"            // could not connect or send
+	ErrStream      = "stream_error"       // an error object inside the stream
+	ErrDisconnect  = "disconnect"         // the stream ended before a finish_reason
+	ErrCanceled    = "canceled"           // the run was interrupted
+	ErrTooLarge    = "response_too_large" // a line or the body exceeded its cap
+	ErrBadResponse = "bad_response"       // unparseable data
+)
+
+// Result is what one request did. Times are monotonic offsets from the client's epoch.
+type Result struct {
+	Send  time.Duration // request issued
+	First time.Duration // first chunk carrying generated text (0 if none)
+	Last  time.Duration // last chunk carrying generated text (0 if none)
+	End   time.Duration // response finished, failed or timed out
+	// Gaps are the times between consecutive content chunks; len(Gaps) == Chunks-1.
+	Gaps          []time.Duration
+	Chunks        int // content chunks (chunks carrying non-empty text)
+	PromptTokens  int // from usage; 0 when not reported
+	OutputTokens  int // from usage; else the chunk count (UsageReported false)
+	UsageReported bool
+	FinishReason  string
+	Status        int    // HTTP status, 0 if none
+	ErrReason     string // "" on success; one of the Err* reasons or http_<status>
+	ErrDetail     string // capped and stripped of control characters
+}
+
+// Reset clears r for reuse, keeping the Gaps buffer.
+func (r *Result) Reset() {
+	gaps := r.Gaps[:0]
+	*r = Result{Gaps: gaps}
+}
+
+// OK reports whether the request succeeded.
+func (r *Result) OK() bool { return r.ErrReason == "" }
+
+// Streamer sends one streaming request and fills res. It never returns an error: every
+// failure is recorded in res.ErrReason, so that nothing measured is lost.
+type Streamer interface {
+	Stream(ctx context.Context, req *Request, res *Result)
+}

@@ -1,0 +1,205 @@
+// Package result owns the run record (schema slogate.run/v1): its JSON form, the metric
+// computation from per-request timelines (HdrHistogram percentiles), atomic writing, and
+// the merging of shards.
+//
+// It knows nothing of HTTP or GitHub.
+package result
+
+import "time"
+
+// Schema identifies a run record.
+const Schema = "slogate.run/v1"
+
+// Record is one run of one workload: what was sent, what happened, and its summary.
+type Record struct {
+	Schema       string    `json:"schema"`
+	Workload     string    `json:"workload"`
+	WorkloadHash string    `json:"workload_hash"`
+	Config       string    `json:"config,omitempty"` // path of the workload file
+	Target       string    `json:"target,omitempty"` // base URL
+	API          string    `json:"api,omitempty"`
+	Model        string    `json:"model,omitempty"`
+	Mode         string    `json:"mode"` // open | closed
+	Start        time.Time `json:"start"`
+	ToolVersion  string    `json:"tool_version"`
+	Trial        int       `json:"trial,omitempty"` // 1-based when repeats > 1
+	Shard        string    `json:"shard,omitempty"` // "i/n" when sharded
+	// Incomplete is set when the run was interrupted or the engine failed; what was
+	// measured up to then is kept.
+	Incomplete       bool   `json:"incomplete,omitempty"`
+	IncompleteReason string `json:"incomplete_reason,omitempty"`
+
+	// Window is the measured window in microseconds from the record's epoch.
+	Window Window `json:"window"`
+	// Calibration: how prompt lengths were hit ("tokenize" or "estimate").
+	Calibration Calibration `json:"calibration"`
+	// SLO targets the requests were judged against.
+	SLO []SLOTarget `json:"slo,omitempty"`
+	// SLOAttainmentTarget is the fraction of requests that must meet every SLO.
+	SLOAttainmentTarget float64 `json:"slo_attainment_target,omitempty"`
+
+	// Environment holds flat, stable keys for drift: engine.name, engine.version,
+	// model.id, gpu.name, gpu.driver, gpu.cuda, tool.version, ...
+	Environment map[string]string `json:"environment,omitempty"`
+
+	Summary Summary `json:"summary"`
+	// Warmup summarizes the warm-up phase, excluded from Summary.
+	Warmup *WarmupSummary `json:"warmup,omitempty"`
+	// Requests are the measured requests, in index order.
+	Requests []Request `json:"requests"`
+	// Series are time series sampled during the run (client in-flight count, and the
+	// engine's gauges where it exposes them).
+	Series Series `json:"series,omitempty"`
+	// Notes are facts a reader must know (no usage from the server, closed loop hides
+	// queueing, no server metrics, ...).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Window is the measured window, in microseconds from the record's epoch.
+type Window struct {
+	StartUS int64 `json:"start_us"`
+	EndUS   int64 `json:"end_us"`
+}
+
+// Calibration mirrors workload.Calibration in the record.
+type Calibration struct {
+	Method        string  `json:"method"`
+	CharsPerToken float64 `json:"chars_per_token"`
+}
+
+// SLOTarget is one latency SLO as recorded.
+type SLOTarget struct {
+	Metric     string  `json:"metric"` // ttft|tpot|itl|e2e
+	Percentile float64 `json:"percentile"`
+	LimitMS    float64 `json:"limit_ms"`
+}
+
+// Request is one request's timeline. Times are microseconds from the record's epoch;
+// First and Last are 0 when no content arrived.
+type Request struct {
+	I            int     `json:"i"`
+	Class        string  `json:"class,omitempty"`
+	SchedUS      int64   `json:"sched_us"`
+	SendUS       int64   `json:"send_us"`
+	FirstUS      int64   `json:"first_us,omitempty"`
+	LastUS       int64   `json:"last_us,omitempty"`
+	EndUS        int64   `json:"end_us"`
+	PromptTarget int     `json:"prompt_target"`
+	OutputTarget int     `json:"output_target"`
+	PromptTokens int     `json:"prompt_tokens"`
+	OutputTokens int     `json:"output_tokens"`
+	NoUsage      bool    `json:"no_usage,omitempty"` // OutputTokens is the chunk count
+	Chunks       int     `json:"chunks"`
+	ITLUS        []int64 `json:"itl_us,omitempty"` // gaps between content chunks
+	Finish       string  `json:"finish,omitempty"`
+	Error        string  `json:"error,omitempty"` // reason; "" on success
+	ErrorDetail  string  `json:"error_detail,omitempty"`
+	SLOMet       bool    `json:"slo_met"`
+}
+
+// Percentiles of a latency metric, in milliseconds.
+type Percentiles struct {
+	P50   float64 `json:"p50"`
+	P90   float64 `json:"p90"`
+	P95   float64 `json:"p95"`
+	P99   float64 `json:"p99"`
+	P999  float64 `json:"p999"`
+	Max   float64 `json:"max"`
+	Mean  float64 `json:"mean"`
+	Count int64   `json:"count"`
+}
+
+// Summary holds the metrics the gate compares. Definitions are DESIGN §4.
+type Summary struct {
+	TTFTms Percentiles `json:"ttft_ms"`
+	// TTFTSendms is first − send (TTFT without client-side dispatch lag).
+	TTFTSendms Percentiles `json:"ttft_send_ms"`
+	TPOTms     Percentiles `json:"tpot_ms"`
+	ITLms      Percentiles `json:"itl_ms"`
+	E2Ems      Percentiles `json:"e2e_ms"`
+
+	Requests       int            `json:"requests"`
+	Completed      int            `json:"completed"`
+	Errors         map[string]int `json:"errors"`
+	ErrorRate      float64        `json:"error_rate"`
+	SLOAttainment  float64        `json:"slo_attainment"`
+	GoodputRPS     float64        `json:"goodput_rps"`
+	ThroughputRPS  float64        `json:"throughput_rps"`
+	OutputTokensPS float64        `json:"output_tokens_per_s"`
+
+	DispatchLagms   LagSummary `json:"dispatch_lag_ms"`
+	ClientSaturated bool       `json:"client_saturated"`
+	DurationS       float64    `json:"duration_s"`
+	InFlight        InFlight   `json:"in_flight"`
+
+	// Lengths compares the achieved token counts (from usage) with the targets.
+	Lengths Lengths `json:"lengths"`
+	// EarlyStops counts successful requests that produced fewer tokens than asked.
+	EarlyStops int `json:"early_stops"`
+	// SLOChecks are the run-level checks: pNN over requests against each limit.
+	SLOChecks []SLOCheck `json:"slo_checks,omitempty"`
+}
+
+// LagSummary is the dispatch lag (actual send − scheduled send) in milliseconds.
+type LagSummary struct {
+	P50 float64 `json:"p50"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+// InFlight is the client-side number of requests in flight (scheduled, not finished).
+type InFlight struct {
+	Mean float64 `json:"mean"`
+	Max  int     `json:"max"`
+}
+
+// Lengths are targets against achieved token counts.
+type Lengths struct {
+	PromptTarget LengthStats `json:"prompt_target"`
+	Prompt       LengthStats `json:"prompt"`
+	OutputTarget LengthStats `json:"output_target"`
+	Output       LengthStats `json:"output"`
+}
+
+// LengthStats summarize token counts.
+type LengthStats struct {
+	P50  float64 `json:"p50"`
+	P95  float64 `json:"p95"`
+	Max  float64 `json:"max"`
+	Mean float64 `json:"mean"`
+}
+
+// SLOCheck is one run-level SLO check.
+type SLOCheck struct {
+	Metric     string  `json:"metric"`
+	Percentile float64 `json:"percentile"`
+	LimitMS    float64 `json:"limit_ms"`
+	ValueMS    float64 `json:"value_ms"`
+	Met        bool    `json:"met"`
+}
+
+// WarmupSummary reports the warm-up phase apart from the measured window.
+type WarmupSummary struct {
+	Requests int            `json:"requests"`
+	Errors   map[string]int `json:"errors,omitempty"`
+	// ColdTTFTms is the TTFT of the very first request (cold start of the engine's caches).
+	ColdTTFTms float64     `json:"cold_ttft_ms"`
+	TTFTms     Percentiles `json:"ttft_ms"`
+	DurationS  float64     `json:"duration_s"`
+	// EngineStartS is how long a started engine took to become ready (0 if not started).
+	EngineStartS float64 `json:"engine_start_s,omitempty"`
+}
+
+// Series are time series sampled during the run.
+type Series struct {
+	// InFlight is the client-side in-flight count.
+	InFlight []Sample `json:"in_flight,omitempty"`
+	// Engine gauges by name (queue_depth, running, kv_usage, preemptions, ...).
+	Engine map[string][]Sample `json:"engine,omitempty"`
+}
+
+// Sample is one point of a series: microseconds from the record's epoch, and a value.
+type Sample struct {
+	TUS int64   `json:"t_us"`
+	V   float64 `json:"v"`
+}

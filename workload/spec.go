@@ -1,0 +1,238 @@
+// Package workload owns the pinned workload file (slogate.yaml): its types, loading with
+// file:line:col errors, validation, the canonical workload hash, and the deterministic
+// generation of what is sent (arrival schedule, lengths, classes, prompts).
+//
+// It knows nothing of HTTP: the engine's tokenizer reaches it through the Tokenizer
+// interface.
+package workload
+
+import "time"
+
+// File is a whole slogate.yaml after loading and defaulting.
+type File struct {
+	// Path is the file the spec was loaded from ("" when built in code). Relative paths
+	// inside the file (traces, empirical length files) resolve against its directory.
+	Path      string
+	Version   int
+	Target    Target
+	Model     Model
+	Workloads []Workload
+	Gate      GateConfig
+	Capacity  *CapacityConfig // nil when the file has no capacity section
+}
+
+// Target says where and how to talk to the engine under test.
+type Target struct {
+	URL       string      // OpenAI-compatible base URL, e.g. http://127.0.0.1:8000
+	API       string      // "chat" or "completions"
+	Engine    string      // auto|vllm|sglang|tgi|trtllm|llamacpp|ollama|sim|openai
+	APIKeyEnv string      // name of the environment variable holding the API key; "" for none
+	Image     string      // engine container image, recorded in the environment (optional)
+	Start     *StartSpec  // optional: slogate starts the engine and stops it afterwards
+	Metrics   MetricsSpec // server-side metric scraping
+}
+
+// StartSpec is an engine that slogate starts itself.
+type StartSpec struct {
+	Command      []string
+	Env          map[string]string
+	ReadyTimeout time.Duration // default 20m
+}
+
+// MetricsSpec controls scraping of the engine's Prometheus page during the measured window.
+type MetricsSpec struct {
+	URL      string        // default: the adapter's metrics path under Target.URL
+	Interval time.Duration // default 1s
+	Disabled bool
+}
+
+// Model pins the model the engine must serve.
+type Model struct {
+	Name            string // must equal the served model id unless AllowMismatch
+	Revision        string // optional; checked where the engine exposes one
+	Precision       string // informational: bf16, fp8, ...
+	AllowMismatch   bool   // allow a served id or revision that differs from the pin
+	KVBytesPerToken int64  // optional; else from the engine or Architecture
+	Architecture    *Architecture
+	// GPUMemoryUtilization is the fraction of GPU memory the engine may use (vLLM's
+	// --gpu-memory-utilization), for deriving KV capacity from GPU memory. Default 0.9.
+	GPUMemoryUtilization float64
+	WeightsBytes         int64 // model weights in bytes per GPU, for deriving KV capacity
+	BlockSize            int   // KV block size in tokens for rounding; default 16
+}
+
+// Architecture fields from which KV bytes per token are derived.
+type Architecture struct {
+	Layers         int
+	KVHeads        int
+	HeadDim        int
+	DTypeBytes     float64 // 2 for bf16/fp16, 1 for fp8
+	TensorParallel int     // default 1
+	MLA            bool    // multi-head latent attention: one latent instead of K and V
+}
+
+// Workload is one entry of workloads[]: a pinned description of what is sent and when.
+type Workload struct {
+	Name     string
+	Seed     int64
+	Requests int           // measured requests; exclusive with Duration
+	Duration time.Duration // measured window length; exclusive with Requests
+	Warmup   Warmup
+	Arrival  Arrival
+	// PromptTokens and OutputTokens are the length distributions of the default class.
+	PromptTokens LengthDist
+	OutputTokens LengthDist
+	PrefixCache  PrefixCache
+	Timeout      time.Duration // per request; default 120s. A timeout is an error.
+	SLO          SLO
+	Classes      []Class // optional mix; when empty the workload is one implicit class
+	// IgnoreEOS forces the output length with ignore_eos (and min_tokens); nil means "where
+	// the engine accepts it" (vLLM, SGLang, the simulator).
+	IgnoreEOS *bool
+	Repeats   int // trials per workload for the gate; default 1
+	// MaxDispatchLag is the p99 dispatch-lag bound above which the run is client-saturated.
+	// Default 1ms.
+	MaxDispatchLag time.Duration
+}
+
+// Warmup requests are sent before the measured window and excluded from its metrics.
+type Warmup struct {
+	Requests int
+}
+
+// Arrival processes.
+const (
+	ArrivalConstant = "constant"
+	ArrivalPoisson  = "poisson"
+	ArrivalGamma    = "gamma"
+	ArrivalTrace    = "trace"
+	ArrivalClosed   = "closed"
+)
+
+// Arrival says when requests are sent.
+type Arrival struct {
+	Process    string  // constant|poisson|gamma|trace|closed
+	Rate       float64 // requests/s for constant, poisson, gamma (the mean rate)
+	Burstiness float64 // gamma shape k: coefficient of variation of gaps = 1/sqrt(k); default 1
+	Profile    *RateProfile
+	Trace      string          // trace: file of arrival offsets, relative to the config file
+	Offsets    []time.Duration // trace: loaded offsets, ascending
+	Users      int             // closed: concurrent users
+	Think      time.Duration   // closed: think time between a response and the next request
+	ThinkDist  string          // closed: "fixed" (default) or "exponential" (mean Think)
+}
+
+// RateProfile makes the open-loop rate vary over time. Offsets are from the start of the
+// measured window.
+type RateProfile struct {
+	Kind   string     // steps|ramp|diurnal
+	Steps  []RateStep // steps: each held for its Duration; the last one holds to the end
+	From   float64    // ramp: start rate
+	To     float64    // ramp: end rate
+	Over   time.Duration
+	Trough float64 // diurnal: minimum rate
+	Peak   float64 // diurnal: maximum rate
+	Period time.Duration
+}
+
+// RateStep is one step of a stepped rate profile.
+type RateStep struct {
+	Rate     float64
+	Duration time.Duration
+}
+
+// Length distribution kinds.
+const (
+	DistFixed     = "fixed"
+	DistUniform   = "uniform"
+	DistLognormal = "lognormal"
+	DistEmpirical = "empirical"
+)
+
+// LengthDist is a distribution of token counts.
+type LengthDist struct {
+	Dist   string // fixed|uniform|lognormal|empirical
+	Value  int    // fixed
+	Min    int    // uniform (inclusive); lognormal lower clip (default 1)
+	Max    int    // uniform (inclusive); lognormal and empirical upper clip
+	P50    int    // lognormal median
+	P95    int    // lognormal 95th percentile
+	Values []int  // empirical: inline list, or loaded from File
+	File   string // empirical: one integer per line, relative to the config file
+}
+
+// PrefixCache modes.
+const (
+	PrefixCold   = "cold"   // a unique salt starts every prompt: no cross-request cache hits
+	PrefixShared = "shared" // groups of requests share a common prefix of Tokens tokens
+)
+
+// PrefixCache says how prompts interact with the engine's prefix cache.
+type PrefixCache struct {
+	Mode   string // cold (default) | shared
+	Tokens int    // shared: length of the common prefix in tokens
+	Groups int    // shared: number of distinct prefixes; default 1
+}
+
+// SLO is a set of latency targets and the attainment target.
+//
+// Each target "metric: {pNN: limit}" means two things: a request meets it when its own
+// value is at or under the limit (TTFT, TPOT, E2E: the request's value; ITL: the request's
+// own pNN gap), and the run meets it when the pNN over requests is at or under the limit.
+type SLO struct {
+	Targets    []SLOTarget // sorted by metric, then percentile
+	Attainment float64     // fraction of measured requests that must meet every target; default 0.99
+}
+
+// SLOTarget is one latency limit.
+type SLOTarget struct {
+	Metric     string  // ttft|tpot|itl|e2e
+	Percentile float64 // 50, 90, 95, 99, 99.9
+	Limit      time.Duration
+}
+
+// Class is one member of a workload mix, chosen per request with probability
+// Weight / sum of weights. Unset lengths and SLO targets inherit the workload's.
+type Class struct {
+	Name         string
+	Weight       float64
+	PromptTokens LengthDist
+	OutputTokens LengthDist
+	SLO          SLO
+}
+
+// GateConfig is the gate section. The gate package interprets it.
+type GateConfig struct {
+	Baselines       string        // directory of baselines; default "baselines"
+	Rules           []Rule        // in file order; defaults applied when the section is absent
+	Drift           []DriftPolicy // in file order
+	MissingBaseline string        // warn (default) | fail
+	MaxBaselineAge  time.Duration // audit flags older baselines; 0 = no limit
+	Resamples       int           // bootstrap resamples; default 2000
+	Confidence      float64       // interval confidence; default 0.95
+	Seed            int64         // bootstrap seed; default 1
+}
+
+// Rule is one gated metric.
+type Rule struct {
+	Metric    string   // goodput, itl_p99, ttft_p95, kv_concurrency, error_rate, ...
+	Direction string   // higher|lower ("" for absolute-only rules)
+	Tolerance float64  // relative, as a fraction (0.05 for 5%); 0 = none
+	Max       *float64 // absolute upper limit, in the metric's unit (fraction for rates)
+	Min       *float64 // absolute lower limit
+}
+
+// DriftPolicy is the policy for one environment field.
+type DriftPolicy struct {
+	Field  string // e.g. engine.version
+	Policy string // expected|warn|fail|ignore
+}
+
+// CapacityConfig is the capacity section: the traffic profile for the fleet worksheet.
+type CapacityConfig struct {
+	PeakRPS           float64
+	TargetUtilization float64
+	Headroom          float64
+	Redundancy        int
+	GPUHourUSD        float64
+}
