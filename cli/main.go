@@ -1,0 +1,149 @@
+// Package cli is slogate's command line: flag parsing, subcommand wiring and exit codes.
+// Each stage lives in its own package (workload, engine, loadgen, result, gate, report,
+// ghaction); this package only connects them.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Exit codes (DESIGN §5), documented in the README.
+const (
+	ExitOK         = 0 // success; the gate passed (warnings allowed)
+	ExitGateFailed = 1 // the gate failed
+	ExitBadInput   = 2 // bad config, flags or baseline file
+	ExitFailure    = 3 // the tool or the engine failed (unreachable, crashed, client-saturated)
+)
+
+// Main runs slogate with args (without the program name) and returns the exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	a := newApp(stdout, stderr)
+	return a.run(ctx, args)
+}
+
+// app holds everything a command needs from the outside world, so that commands are
+// testable in-process.
+type app struct {
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	now            func() time.Time
+	isTTY          bool
+}
+
+func newApp(stdout, stderr io.Writer) *app {
+	a := &app{stdout: stdout, stderr: stderr, getenv: os.Getenv, now: time.Now}
+	if f, ok := stderr.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			a.isTTY = true
+		}
+	}
+	return a
+}
+
+type command struct {
+	summary string
+	run     func(a *app, ctx context.Context, args []string) int
+}
+
+func commands() map[string]command {
+	return map[string]command{
+		"run":     {"run the workloads of a config against an engine and write run records", (*app).cmdRun},
+		"version": {"print the version", func(a *app, _ context.Context, args []string) int { return a.cmdVersion(args) }},
+	}
+}
+
+func (a *app) run(ctx context.Context, args []string) int {
+	cmds := commands()
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		a.usage(a.stderr, cmds)
+		if len(args) == 0 {
+			return ExitBadInput
+		}
+		return ExitOK
+	}
+	c, ok := cmds[args[0]]
+	if !ok {
+		fmt.Fprintf(a.stderr, "slogate: unknown command %q; expected one of %s\n", args[0], quoteList(sortedKeys(cmds)))
+		return ExitBadInput
+	}
+	return c.run(a, ctx, args[1:])
+}
+
+func (a *app) usage(w io.Writer, cmds map[string]command) {
+	fmt.Fprintf(w, "slogate gates changes to an LLM serving stack on measured serving quality.\n\nUsage: slogate COMMAND [flags]\n\nCommands:\n")
+	for _, name := range sortedKeys(cmds) {
+		fmt.Fprintf(w, "  %-9s %s\n", name, cmds[name].summary)
+	}
+	fmt.Fprintf(w, "\nExit codes: 0 ok, 1 gate failed, 2 bad input, 3 tool or engine failure.\nRun 'slogate COMMAND -h' for a command's flags.\n")
+}
+
+func (a *app) flagSet(name, usage string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(a.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(a.stderr, "%s\n\nFlags:\n", usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses flags; ok is false when the command must return code.
+func (a *app) parse(fs *flag.FlagSet, args []string) (code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK, false
+		}
+		return ExitBadInput, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(a.stderr, "slogate %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		return ExitBadInput, false
+	}
+	return 0, true
+}
+
+func (a *app) errorf(format string, args ...any) {
+	fmt.Fprintf(a.stderr, "slogate: "+format+"\n", args...)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func quoteList(items []string) string {
+	q := make([]string, len(items))
+	for i, s := range items {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, ", ")
+}
+
+// stringList is a repeatable (or comma-separated) string flag.
+type stringList []string
+
+func (s *stringList) String() string { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error {
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			*s = append(*s, p)
+		}
+	}
+	return nil
+}

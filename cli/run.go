@@ -1,0 +1,321 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/slogate/slogate/engine"
+	"github.com/slogate/slogate/loadgen"
+	"github.com/slogate/slogate/report"
+	"github.com/slogate/slogate/result"
+	"github.com/slogate/slogate/workload"
+)
+
+const runUsage = `slogate run -c FILE [-w NAME] [--target URL] [-o DIR]
+
+Runs the workloads of FILE against the engine and writes DIR/<workload>.json for each
+(DIR/<workload>.t<N>.json per trial when repeats > 1), then prints a summary table.
+Exit codes: 0 ok, 2 bad input, 3 engine unreachable or failed, run interrupted, or the
+load generator saturated (the record is still written).`
+
+func (a *app) cmdRun(ctx context.Context, args []string) int {
+	fs := a.flagSet("run", runUsage)
+	var p runParams
+	fs.StringVar(&p.config, "c", "slogate.yaml", "workload `file`")
+	fs.StringVar(&p.config, "config", "slogate.yaml", "workload `file` (same as -c)")
+	fs.Var(&p.names, "w", "workload `name` to run (repeatable or comma-separated; default: all)")
+	fs.Var(&p.names, "workload", "workload `name` (same as -w)")
+	fs.StringVar(&p.target, "target", "", "engine base `URL`, overriding target.url")
+	fs.StringVar(&p.outDir, "o", "slogate-out", "output `dir`ectory for run records")
+	fs.StringVar(&p.outDir, "out", "slogate-out", "output `dir`ectory (same as -o)")
+	if code, ok := a.parse(fs, args); !ok {
+		return code
+	}
+	f, code := a.loadConfig(p.config)
+	if f == nil {
+		return code
+	}
+	_, code = a.runWorkloads(ctx, f, p)
+	return code
+}
+
+type runParams struct {
+	config string
+	names  stringList
+	target string
+	outDir string
+}
+
+// loadConfig loads and validates a workload file, printing every error on failure.
+func (a *app) loadConfig(path string) (*workload.File, int) {
+	f, err := workload.Load(path)
+	if err != nil {
+		fmt.Fprintln(a.stderr, err)
+		return nil, ExitBadInput
+	}
+	return f, ExitOK
+}
+
+// selectWorkloads returns the workloads named, in file order, or all of them.
+func selectWorkloads(f *workload.File, names []string) ([]*workload.Workload, error) {
+	if len(names) == 0 {
+		out := make([]*workload.Workload, len(f.Workloads))
+		for i := range f.Workloads {
+			out[i] = &f.Workloads[i]
+		}
+		return out, nil
+	}
+	byName := map[string]*workload.Workload{}
+	var valid []string
+	for i := range f.Workloads {
+		byName[f.Workloads[i].Name] = &f.Workloads[i]
+		valid = append(valid, f.Workloads[i].Name)
+	}
+	var out []*workload.Workload
+	for _, n := range names {
+		w, ok := byName[n]
+		if !ok {
+			return nil, fmt.Errorf("%s: no workload %q; expected one of %s", f.Path, n, quoteList(valid))
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+// recordPath names a run record in the results directory.
+func recordPath(dir, name string, trial, repeats int) string {
+	if repeats > 1 {
+		return filepath.Join(dir, fmt.Sprintf("%s.t%d.json", name, trial))
+	}
+	return filepath.Join(dir, name+".json")
+}
+
+// runWorkloads runs the selected workloads one after another and writes their records.
+// Every record is written before this returns, whatever happened.
+func (a *app) runWorkloads(ctx context.Context, f *workload.File, p runParams) ([]*result.Record, int) {
+	selected, err := selectWorkloads(f, p.names)
+	if err != nil {
+		a.errorf("%v", err)
+		return nil, ExitBadInput
+	}
+	url := p.target
+	if url == "" {
+		url = f.Target.URL
+	}
+	if url == "" {
+		a.errorf("%s: no engine URL: set target.url or pass --target", f.Path)
+		return nil, ExitBadInput
+	}
+	apiKey := ""
+	if f.Target.APIKeyEnv != "" {
+		apiKey = a.getenv(f.Target.APIKeyEnv)
+		if apiKey == "" {
+			a.errorf("%s: target.api_key_env names %q, which is not set in the environment", f.Path, f.Target.APIKeyEnv)
+			return nil, ExitBadInput
+		}
+	}
+	if err := preflight(ctx, url, apiKey); err != nil {
+		a.errorf("engine unreachable at %s: %v", url, err)
+		return nil, ExitFailure
+	}
+
+	var recs []*result.Record
+	code := ExitOK
+	for _, w := range selected {
+		repeats := max(w.Repeats, 1)
+		for trial := 1; trial <= repeats; trial++ {
+			rec := a.runOne(ctx, f, w, url, apiKey, trial, repeats)
+			path := recordPath(p.outDir, w.Name, trial, repeats)
+			if err := result.Write(path, rec); err != nil {
+				a.errorf("writing %s: %v", path, err)
+				return recs, ExitFailure
+			}
+			recs = append(recs, rec)
+			report.RunTable(a.stdout, rec, path)
+			switch {
+			case rec.Incomplete:
+				a.errorf("%s: run incomplete (%s); what was measured is in %s", w.Name, rec.IncompleteReason, path)
+				code = ExitFailure
+			case rec.Summary.ClientSaturated:
+				a.errorf("%s: the load generator could not keep the schedule (dispatch lag p99 %.3f ms > %s): the run measured the client, not the engine",
+					w.Name, rec.Summary.DispatchLagms.P99, durationOr(w.MaxDispatchLag, time.Millisecond))
+				code = ExitFailure
+			}
+			if ctx.Err() != nil {
+				return recs, ExitFailure
+			}
+		}
+	}
+	return recs, code
+}
+
+func durationOr(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// ignoreEOS decides whether output lengths are forced: the file's choice, else where the
+// engine is known to accept ignore_eos.
+func ignoreEOS(f *workload.File, w *workload.Workload, engineName string) bool {
+	if w.IgnoreEOS != nil {
+		return *w.IgnoreEOS
+	}
+	switch engineName {
+	case "vllm", "sglang", "sim":
+		return true
+	}
+	return false
+}
+
+// runOne runs one trial of one workload and returns its record, complete or not.
+func (a *app) runOne(ctx context.Context, f *workload.File, w *workload.Workload, url, apiKey string, trial, repeats int) *result.Record {
+	start := a.now()
+	epoch := time.Now()
+	client := engine.NewClient(engine.ClientOptions{BaseURL: url, APIKey: apiKey, Model: f.Model.Name, Epoch: epoch})
+	version, _ := ToolVersion()
+	rec := &result.Record{
+		Schema:       result.Schema,
+		Workload:     w.Name,
+		WorkloadHash: workload.Hash(f, w),
+		Config:       f.Path,
+		Target:       url,
+		API:          f.Target.API,
+		Model:        f.Model.Name,
+		Mode:         "open",
+		Start:        start.UTC(),
+		ToolVersion:  version,
+		Requests:     []result.Request{},
+	}
+	if repeats > 1 {
+		rec.Trial = trial
+	}
+	closed := w.Arrival.Process == workload.ArrivalClosed
+	if closed {
+		rec.Mode = "closed"
+		rec.Notes = append(rec.Notes, "closed loop: latency at a fixed concurrency; it hides queueing (an open-loop arrival process shows it)")
+	}
+	for _, t := range w.SLO.Targets {
+		rec.SLO = append(rec.SLO, result.SLOTarget{Metric: t.Metric, Percentile: t.Percentile, LimitMS: ms(t.Limit)})
+	}
+	rec.SLOAttainmentTarget = w.SLO.Attainment
+
+	gen, err := workload.NewGenerator(w)
+	if err != nil {
+		rec.Incomplete, rec.IncompleteReason = true, "workload: "+err.Error()
+		return rec
+	}
+	if err := gen.Calibrate(ctx, client); err != nil {
+		rec.Notes = append(rec.Notes, "prompt lengths estimated, not calibrated: "+err.Error())
+	}
+	cal := gen.Calibration()
+	rec.Calibration = result.Calibration{Method: cal.Method, CharsPerToken: cal.CharsPerToken}
+
+	cfg := loadgen.Config{
+		Streamer:  client,
+		Source:    gen,
+		Epoch:     epoch,
+		API:       f.Target.API,
+		Model:     f.Model.Name,
+		IgnoreEOS: ignoreEOS(f, w, f.Target.Engine),
+		Timeout:   w.Timeout,
+		Warmup:    w.Warmup.Requests,
+		Closed:    closed,
+		Users:     w.Arrival.Users,
+		Requests:  w.Requests,
+		Duration:  w.Duration,
+	}
+	if a.isTTY {
+		cfg.Progress = a.progressLine(w.Name)
+	}
+	out, err := loadgen.Run(ctx, cfg)
+	if a.isTTY {
+		fmt.Fprint(a.stderr, "\r\033[K")
+	}
+	if err != nil {
+		rec.Incomplete, rec.IncompleteReason = true, err.Error()
+		return rec
+	}
+	a.fillRecord(rec, w, out, closed)
+	return rec
+}
+
+// fillRecord judges every request and summarizes the outcome into rec.
+func (a *app) fillRecord(rec *result.Record, w *workload.Workload, out *loadgen.Outcome, closed bool) {
+	rec.Window = out.Window
+	rec.Requests = out.Measured
+	for i := range rec.Requests {
+		result.Judge(&rec.Requests[i], rec.SLO)
+	}
+	rec.Summary = result.Summarize(rec.Requests, result.SummaryInput{
+		Window:           out.Window,
+		SLO:              rec.SLO,
+		AttainmentTarget: w.SLO.Attainment,
+		MaxDispatchLag:   durationOr(w.MaxDispatchLag, time.Millisecond),
+		OpenLoop:         !closed,
+	})
+	if len(out.Warmup) > 0 {
+		rec.Warmup = result.WarmupSummaryOf(out.Warmup)
+	}
+	rec.Series.InFlight = out.InFlight
+	if out.Interrupted {
+		rec.Incomplete, rec.IncompleteReason = true, "interrupted"
+	}
+	noUsage := 0
+	for _, r := range rec.Requests {
+		if r.Error == "" && r.NoUsage {
+			noUsage++
+		}
+	}
+	if noUsage > 0 {
+		rec.Notes = append(rec.Notes, fmt.Sprintf("the server reported no usage for %d requests: their output tokens are chunk counts", noUsage))
+	}
+	if n := rec.Summary.Errors[engine.ErrConnect]; n > 0 && n == rec.Summary.Requests {
+		rec.Incomplete, rec.IncompleteReason = true, "engine unreachable: every request failed to connect"
+	}
+	if rec.Summary.ClientSaturated {
+		rec.Notes = append(rec.Notes, "client-saturated: the load generator could not keep the schedule; the gate refuses this run")
+	}
+}
+
+func (a *app) progressLine(name string) func(loadgen.Progress) {
+	return func(p loadgen.Progress) {
+		total := "?"
+		if p.Total > 0 {
+			total = fmt.Sprint(p.Total)
+		}
+		fmt.Fprintf(a.stderr, "\r\033[K[%s] %d/%s done, %d errors, %d in flight, %s", name, p.Done, total, p.Errors, p.InFlight, p.Elapsed.Round(100*time.Millisecond))
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// preflight checks that something answers at url before anything is measured.
+func preflight(ctx context.Context, url, apiKey string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	base := strings.TrimSuffix(strings.TrimSuffix(url, "/"), "/v1")
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/models", nil)
+	if err != nil {
+		return err
+	}
+	if apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+apiKey)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		var ue interface{ Unwrap() error }
+		if errors.As(err, &ue) {
+			return ue.Unwrap()
+		}
+		return err
+	}
+	resp.Body.Close()
+	return nil
+}

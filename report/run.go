@@ -1,0 +1,106 @@
+// Package report renders results for people: the terminal tables of the CLI, the pull
+// request comment and job summary in Markdown, and the self-contained HTML report.
+//
+// It renders only: every number it prints was computed elsewhere.
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/slogate/slogate/result"
+)
+
+// RunTable prints a readable summary of one run record to a terminal.
+func RunTable(w io.Writer, rec *result.Record, path string) {
+	s := &rec.Summary
+	trial := ""
+	if rec.Trial > 0 {
+		trial = fmt.Sprintf(" trial %d", rec.Trial)
+	}
+	fmt.Fprintf(w, "%s%s: %s loop, %d requests in %.1f s", rec.Workload, trial, rec.Mode, s.Requests, s.DurationS)
+	if path != "" {
+		fmt.Fprintf(w, " -> %s", path)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "ms\tp50\tp90\tp95\tp99\tp99.9\tmax\tmean\tcount\t")
+	row := func(name string, p result.Percentiles) {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", name, num(p.P50), num(p.P90), num(p.P95), num(p.P99), num(p.P999), num(p.Max), num(p.Mean), p.Count)
+	}
+	row("TTFT", s.TTFTms)
+	row("TPOT", s.TPOTms)
+	row("ITL", s.ITLms)
+	row("E2E", s.E2Ems)
+	tw.Flush()
+	fmt.Fprintf(w, "completed %d/%d, error rate %.2f%%%s\n", s.Completed, s.Requests, 100*s.ErrorRate, errorList(s.Errors))
+	fmt.Fprintf(w, "SLO attainment %.2f%% (target %.2f%%), goodput %s req/s, throughput %s req/s, %s output tok/s\n",
+		100*s.SLOAttainment, 100*rec.SLOAttainmentTarget, num(s.GoodputRPS), num(s.ThroughputRPS), num(s.OutputTokensPS))
+	for _, c := range s.SLOChecks {
+		mark := "met"
+		if !c.Met {
+			mark = "MISSED"
+		}
+		fmt.Fprintf(w, "  SLO %s p%s <= %s ms: %s ms, %s\n", c.Metric, pct(c.Percentile), num(c.LimitMS), num(c.ValueMS), mark)
+	}
+	sat := ""
+	if s.ClientSaturated {
+		sat = "  CLIENT-SATURATED"
+	}
+	fmt.Fprintf(w, "dispatch lag p50 %s ms, p99 %s ms, max %s ms; in flight mean %s, max %d%s\n",
+		num(s.DispatchLagms.P50), num(s.DispatchLagms.P99), num(s.DispatchLagms.Max), num(s.InFlight.Mean), s.InFlight.Max, sat)
+	l := s.Lengths
+	fmt.Fprintf(w, "prompt tokens p50/p95 target %s/%s achieved %s/%s; output tokens target %s/%s achieved %s/%s; early stops %d\n",
+		num(l.PromptTarget.P50), num(l.PromptTarget.P95), num(l.Prompt.P50), num(l.Prompt.P95),
+		num(l.OutputTarget.P50), num(l.OutputTarget.P95), num(l.Output.P50), num(l.Output.P95), s.EarlyStops)
+	if wu := rec.Warmup; wu != nil {
+		fmt.Fprintf(w, "warm-up: %d requests, cold TTFT %s ms (excluded from the metrics above)\n", wu.Requests, num(wu.ColdTTFTms))
+	}
+	if rec.Incomplete {
+		fmt.Fprintf(w, "INCOMPLETE: %s\n", rec.IncompleteReason)
+	}
+	for _, n := range rec.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	fmt.Fprintln(w)
+}
+
+func errorList(errs map[string]int) string {
+	if len(errs) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(errs))
+	for k := range errs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, errs[k])
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// num formats a number with about four significant figures.
+func num(v float64) string {
+	switch {
+	case v == 0:
+		return "0"
+	case v >= 1000 || v <= -1000:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 100 || v <= -100:
+		return fmt.Sprintf("%.1f", v)
+	case v >= 10 || v <= -10:
+		return fmt.Sprintf("%.2f", v)
+	default:
+		return fmt.Sprintf("%.3f", v)
+	}
+}
+
+// pct formats a percentile label: 99.9 -> "99.9", 95 -> "95".
+func pct(p float64) string {
+	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", p), "0"), ".")
+}
