@@ -1,0 +1,179 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// MetricSet says where an engine's Prometheus page is and which exact metric names carry
+// each quantity. Each field lists candidate names in order of preference, because engines
+// rename metrics across versions (vLLM's kv_cache_usage_perc was gpu_cache_usage_perc):
+// the first name present on the page wins. Names match exactly, never by prefix.
+type MetricSet struct {
+	Path          string   // path under the base URL, e.g. /metrics
+	QueueDepth    []string // gauge: requests waiting
+	Running       []string // gauge: requests running
+	KVUsage       []string // gauge: KV cache usage, 0..1
+	Preemptions   []string // counter
+	PrefixHits    []string // counter: prefix-cache hit tokens (with PrefixQueries)
+	PrefixQueries []string // counter: prefix-cache queried tokens
+	PrefixHitRate []string // gauge: hit rate 0..1, for engines that export a rate
+}
+
+// families are parsed metric families by name.
+type families = map[string]*dto.MetricFamily
+
+// Value is a scraped value; OK is false when the engine does not export it.
+type Value struct {
+	V  float64
+	OK bool
+}
+
+// Snapshot is one scrape of an engine's metrics page.
+type Snapshot struct {
+	QueueDepth, Running, KVUsage, Preemptions Value
+	PrefixHits, PrefixQueries, PrefixHitRate  Value
+}
+
+// maxMetricsBytes caps a metrics page; real pages are tens of kilobytes.
+const maxMetricsBytes = 8 << 20
+
+// ParseMetricFamilies parses a Prometheus text page.
+func ParseMetricFamilies(r io.Reader) (map[string]*dto.MetricFamily, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(io.LimitReader(r, maxMetricsBytes))
+	if err != nil {
+		return nil, fmt.Errorf("parsing metrics page: %w", err)
+	}
+	return fams, nil
+}
+
+// Snapshot extracts the set's quantities from parsed families.
+func (m MetricSet) Snapshot(fams map[string]*dto.MetricFamily) Snapshot {
+	return Snapshot{
+		QueueDepth:    pick(fams, m.QueueDepth, sumOf),
+		Running:       pick(fams, m.Running, sumOf),
+		KVUsage:       pick(fams, m.KVUsage, maxOf),
+		Preemptions:   pick(fams, m.Preemptions, sumOf),
+		PrefixHits:    pick(fams, m.PrefixHits, sumOf),
+		PrefixQueries: pick(fams, m.PrefixQueries, sumOf),
+		PrefixHitRate: pick(fams, m.PrefixHitRate, maxOf),
+	}
+}
+
+// Empty reports whether the set names no metric at all (an engine without metrics).
+func (m MetricSet) Empty() bool { return m.Path == "" }
+
+func pick(fams map[string]*dto.MetricFamily, names []string, agg func([]float64) float64) Value {
+	for _, n := range names {
+		f, ok := fams[n]
+		if !ok || len(f.GetMetric()) == 0 {
+			continue
+		}
+		vals := make([]float64, 0, len(f.GetMetric()))
+		for _, mt := range f.GetMetric() {
+			vals = append(vals, metricValue(mt))
+		}
+		return Value{V: agg(vals), OK: true}
+	}
+	return Value{}
+}
+
+func metricValue(m *dto.Metric) float64 {
+	switch {
+	case m.GetGauge() != nil:
+		return m.GetGauge().GetValue()
+	case m.GetCounter() != nil:
+		return m.GetCounter().GetValue()
+	case m.GetUntyped() != nil:
+		return m.GetUntyped().GetValue()
+	}
+	return 0
+}
+
+// Series with several label sets (one per model, one per engine index) add up for
+// counts; usage fractions take the fullest.
+func sumOf(v []float64) float64 {
+	s := 0.0
+	for _, x := range v {
+		s += x
+	}
+	return s
+}
+
+func maxOf(v []float64) float64 {
+	m := v[0]
+	for _, x := range v[1:] {
+		m = max(m, x)
+	}
+	return m
+}
+
+// labelInt reads an integer label of the first series of a family (vLLM's
+// cache_config_info carries facts in labels with the value 1).
+func labelInt(fams map[string]*dto.MetricFamily, family, label string) (int64, bool) {
+	f, ok := fams[family]
+	if !ok || len(f.GetMetric()) == 0 {
+		return 0, false
+	}
+	for _, lp := range f.GetMetric()[0].GetLabel() {
+		if lp.GetName() == label {
+			n, err := strconv.ParseInt(lp.GetValue(), 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
+// familyValue reads the value of a family (summed over series).
+func familyValue(fams map[string]*dto.MetricFamily, name string) (float64, bool) {
+	v := pick(fams, []string{name}, sumOf)
+	return v.V, v.OK
+}
+
+// Scraper reads an engine's metrics page.
+type Scraper struct {
+	URL    string
+	Set    MetricSet
+	APIKey string
+	HTTP   *http.Client
+}
+
+// Scrape fetches and parses the page once.
+func (s *Scraper) Scrape(ctx context.Context) (Snapshot, error) {
+	fams, err := s.fetch(ctx)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	return s.Set.Snapshot(fams), nil
+}
+
+func (s *Scraper) fetch(ctx context.Context) (map[string]*dto.MetricFamily, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
+	if err != nil {
+		return nil, err
+	}
+	if s.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+s.APIKey)
+	}
+	c := s.HTTP
+	if c == nil {
+		c = http.DefaultClient
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: HTTP %d", s.URL, resp.StatusCode)
+	}
+	return ParseMetricFamilies(resp.Body)
+}

@@ -1,0 +1,572 @@
+package engine
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strconv"
+	"time"
+)
+
+// This file holds the two hot loops of a run: splitting a response body into SSE lines
+// and reading the few facts a measurement needs out of each chunk's JSON. A load
+// generator that spends its CPU decoding JSON into maps delays its own timestamps, so
+// both are written to allocate nothing per chunk.
+
+// errSyntax is the scanner's only error; it carries no position so that returning it
+// costs nothing (the caller quotes the payload instead).
+var errSyntax = errors.New("malformed chunk JSON")
+
+// errTooLarge reports that a line or the body went over its cap.
+var errTooLarge = errors.New("response too large")
+
+// chunkInfo is what one SSE data payload says, as far as measurement needs.
+type chunkInfo struct {
+	// content: choices[0] carries generated text (a non-empty text, delta.content,
+	// delta.reasoning_content or delta.reasoning string, or a non-empty
+	// delta.tool_calls array).
+	content bool
+	// finish is choices[0].finish_reason when it is a string (raw, still escaped);
+	// nil when null or absent. It aliases the payload.
+	finish []byte
+	usage  bool // a usage object was present (Ollama sends all-zero ones)
+	// prompt and completion are usage.prompt_tokens and usage.completion_tokens.
+	prompt, completion int
+	// errVal is the raw value of a top-level "error" member that is not null, or the
+	// whole payload when it is an error object itself ("object": "error"). It aliases
+	// the payload.
+	errVal []byte
+}
+
+// parseChunk reads p (one data payload, a JSON object) into c. Where a key repeats,
+// the last one wins, as in encoding/json. Escaped key names are not unescaped: no
+// server spells "choices" with \u escapes.
+func parseChunk(p []byte, c *chunkInfo) error {
+	*c = chunkInfo{}
+	s := scanner{b: p}
+	var errMember []byte // last non-null "error" member
+	objectErr := false   // last "object" member was "error"
+	s.ws()
+	if !s.eat('{') {
+		return errSyntax
+	}
+	s.ws()
+	if !s.eat('}') {
+		for {
+			s.ws()
+			key, ok := s.str()
+			if !ok {
+				return errSyntax
+			}
+			s.ws()
+			if !s.eat(':') {
+				return errSyntax
+			}
+			s.ws()
+			switch string(key) {
+			case "choices":
+				c.content, c.finish = false, nil
+				if !s.choices(c) {
+					return errSyntax
+				}
+			case "usage":
+				c.usage, c.prompt, c.completion = false, 0, 0
+				if !s.usage(c) {
+					return errSyntax
+				}
+			case "error":
+				errMember = nil
+				start := s.i
+				if s.null() {
+					break
+				}
+				if !s.skip() {
+					return errSyntax
+				}
+				errMember = p[start:s.i]
+			case "object":
+				// vLLM's ErrorResponse and some proxies stream {"object": "error", ...}.
+				objectErr = false
+				if s.peek() == '"' {
+					v, ok := s.str()
+					if !ok {
+						return errSyntax
+					}
+					objectErr = string(v) == "error"
+				} else if !s.skip() {
+					return errSyntax
+				}
+			default:
+				if !s.skip() {
+					return errSyntax
+				}
+			}
+			s.ws()
+			if s.eat(',') {
+				continue
+			}
+			if s.eat('}') {
+				break
+			}
+			return errSyntax
+		}
+	}
+	if err := s.end(); err != nil {
+		return err
+	}
+	switch {
+	case errMember != nil:
+		c.errVal = errMember
+	case objectErr:
+		c.errVal = p
+	}
+	return nil
+}
+
+// scanner walks JSON bytes. Its methods report false on malformed input and never
+// allocate.
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (s *scanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+func (s *scanner) peek() byte {
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+func (s *scanner) eat(c byte) bool {
+	if s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// end accepts trailing whitespace only.
+func (s *scanner) end() error {
+	s.ws()
+	if s.i != len(s.b) {
+		return errSyntax
+	}
+	return nil
+}
+
+// null consumes a null literal if one is next.
+func (s *scanner) null() bool {
+	if len(s.b)-s.i >= 4 && string(s.b[s.i:s.i+4]) == "null" {
+		s.i += 4
+		return true
+	}
+	return false
+}
+
+// str consumes a string and returns its raw (still escaped) contents. A quote is
+// escaped exactly when an odd number of backslashes precede it, so the search can
+// jump from quote to quote with IndexByte instead of visiting every byte.
+func (s *scanner) str() ([]byte, bool) {
+	if !s.eat('"') {
+		return nil, false
+	}
+	start := s.i
+	for {
+		j := bytes.IndexByte(s.b[s.i:], '"')
+		if j < 0 {
+			return nil, false
+		}
+		q := s.i + j
+		n := 0
+		for k := q - 1; k >= start && s.b[k] == '\\'; k-- {
+			n++
+		}
+		s.i = q + 1
+		if n%2 == 0 {
+			return s.b[start:q], true
+		}
+	}
+}
+
+// skip consumes one value of any kind.
+func (s *scanner) skip() bool {
+	switch c := s.peek(); c {
+	case '"':
+		_, ok := s.str()
+		return ok
+	case '{', '[':
+		depth := 0
+		for s.i < len(s.b) {
+			switch s.b[s.i] {
+			case '"':
+				if _, ok := s.str(); !ok {
+					return false
+				}
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					s.i++
+					return true
+				}
+			}
+			s.i++
+		}
+		return false
+	case 0, ',', '}', ']', ':':
+		return false
+	default:
+		// A number or a literal: up to the next delimiter.
+		start := s.i
+		for s.i < len(s.b) {
+			switch s.b[s.i] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return s.i > start
+			}
+			s.i++
+		}
+		return s.i > start
+	}
+}
+
+// choices reads the first element of the choices array and skips the rest.
+func (s *scanner) choices(c *chunkInfo) bool {
+	if s.peek() != '[' {
+		return s.skip() // null, or a type no server sends: no choices
+	}
+	s.i++
+	s.ws()
+	if s.eat(']') {
+		return true
+	}
+	first := true
+	for {
+		s.ws()
+		if first && s.peek() == '{' {
+			if !s.choice(c) {
+				return false
+			}
+		} else if !s.skip() {
+			return false
+		}
+		first = false
+		s.ws()
+		if s.eat(',') {
+			continue
+		}
+		return s.eat(']')
+	}
+}
+
+// choice reads one element of choices. Each text-bearing member is tracked on its own
+// so that a repeated key overrides, as in encoding/json. These are methods rather than
+// closures so that nothing escapes to the heap.
+func (s *scanner) choice(c *chunkInfo) bool {
+	var text bool
+	var d deltaText
+	s.i++ // '{'
+	s.ws()
+	if !s.eat('}') {
+		for {
+			s.ws()
+			key, ok := s.str()
+			if !ok {
+				return false
+			}
+			s.ws()
+			if !s.eat(':') {
+				return false
+			}
+			s.ws()
+			switch string(key) {
+			case "text":
+				if text, ok = s.textValue(); !ok {
+					return false
+				}
+			case "delta":
+				if !s.delta(&d) {
+					return false
+				}
+			case "finish_reason":
+				c.finish = nil
+				if s.peek() == '"' {
+					v, ok := s.str()
+					if !ok {
+						return false
+					}
+					c.finish = v
+				} else if !s.skip() {
+					return false
+				}
+			default:
+				if !s.skip() {
+					return false
+				}
+			}
+			s.ws()
+			if s.eat(',') {
+				continue
+			}
+			if s.eat('}') {
+				break
+			}
+			return false
+		}
+	}
+	c.content = text || d.content || d.reasoningContent || d.reasoning || d.toolCalls
+	return true
+}
+
+// delta records which members of choices[0].delta carry generated text.
+type deltaText struct {
+	content, reasoningContent, reasoning, toolCalls bool
+}
+
+// textValue consumes a value and reports whether it is a non-empty string. A
+// non-empty raw string always decodes to at least one character.
+func (s *scanner) textValue() (nonEmpty, ok bool) {
+	if s.peek() == '"' {
+		v, ok := s.str()
+		return ok && len(v) > 0, ok
+	}
+	return false, s.skip()
+}
+
+func (s *scanner) delta(d *deltaText) bool {
+	*d = deltaText{}
+	if s.peek() != '{' {
+		return s.skip()
+	}
+	s.i++
+	s.ws()
+	if s.eat('}') {
+		return true
+	}
+	for {
+		s.ws()
+		key, ok := s.str()
+		if !ok {
+			return false
+		}
+		s.ws()
+		if !s.eat(':') {
+			return false
+		}
+		s.ws()
+		switch string(key) {
+		case "content":
+			d.content, ok = s.textValue()
+		case "reasoning_content":
+			d.reasoningContent, ok = s.textValue()
+		case "reasoning":
+			d.reasoning, ok = s.textValue()
+		case "tool_calls":
+			// Tool-call arguments are generated tokens too; an empty array is not.
+			d.toolCalls = false
+			if s.peek() == '[' {
+				start := s.i
+				if ok = s.skip(); ok {
+					d.toolCalls = len(bytes.TrimSpace(s.b[start+1:s.i-1])) > 0
+				}
+			} else {
+				ok = s.skip()
+			}
+		default:
+			ok = s.skip()
+		}
+		if !ok {
+			return false
+		}
+		s.ws()
+		if s.eat(',') {
+			continue
+		}
+		return s.eat('}')
+	}
+}
+
+func (s *scanner) usage(c *chunkInfo) bool {
+	if s.peek() != '{' {
+		return s.skip()
+	}
+	s.i++
+	c.usage = true
+	s.ws()
+	if s.eat('}') {
+		return true
+	}
+	for {
+		s.ws()
+		key, ok := s.str()
+		if !ok {
+			return false
+		}
+		s.ws()
+		if !s.eat(':') {
+			return false
+		}
+		s.ws()
+		switch string(key) {
+		case "prompt_tokens":
+			if c.prompt, ok = s.count(); !ok {
+				return false
+			}
+		case "completion_tokens":
+			if c.completion, ok = s.count(); !ok {
+				return false
+			}
+		default:
+			if !s.skip() {
+				return false
+			}
+		}
+		s.ws()
+		if s.eat(',') {
+			continue
+		}
+		return s.eat('}')
+	}
+}
+
+// count reads a token count: a plain integer on every server seen, a number with a
+// fraction or exponent through strconv (truncated), anything else (null, a string) as 0.
+// Negative counts are 0.
+func (s *scanner) count() (int, bool) {
+	if c := s.peek(); c != '-' && (c < '0' || c > '9') {
+		return 0, s.skip()
+	}
+	start := s.i
+	n := 0
+	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+		if n < 1<<40 {
+			n = n*10 + int(s.b[s.i]-'0')
+		}
+		s.i++
+	}
+	if s.i > start {
+		switch s.peek() {
+		case '.', 'e', 'E':
+		default:
+			return n, true
+		}
+	}
+	s.i = start
+	if !s.skip() {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(s.b[start:s.i]), 64)
+	if err != nil {
+		return 0, false
+	}
+	if f < 0 || f != f {
+		return 0, true
+	}
+	if f > 1<<40 {
+		f = 1 << 40
+	}
+	return int(f), true
+}
+
+// lineReader splits a body into lines with a buffer that grows only up to the line
+// cap, so a hostile endless line costs at most maxLine bytes before the read stops. It
+// also timestamps each read: lines that arrived together share the time they arrived,
+// which is the honest inter-chunk gap for chunks the network coalesced.
+type lineReader struct {
+	r       io.Reader
+	buf     []byte
+	start   int // first unread byte
+	scan    int // bytes in [start, scan) hold no newline
+	end     int // end of buffered data
+	total   int64
+	maxLine int
+	maxBody int64
+	err     error         // sticky read error, returned once the buffer is drained
+	at      time.Duration // when the read that delivered the buffered data returned
+	epoch   time.Time
+}
+
+const initialLineBuf = 16 << 10
+
+func (lr *lineReader) reset(r io.Reader, maxLine int, maxBody int64, epoch time.Time) {
+	if cap(lr.buf) < initialLineBuf {
+		lr.buf = make([]byte, initialLineBuf)
+	}
+	*lr = lineReader{r: r, buf: lr.buf[:cap(lr.buf)], maxLine: maxLine, maxBody: maxBody, epoch: epoch}
+}
+
+// next returns the next line without its terminator ("\n" or "\r\n"), valid until the
+// following call, and the time its last byte arrived. A final line without a newline
+// is returned before the read error (io.EOF included).
+func (lr *lineReader) next() ([]byte, time.Duration, error) {
+	for {
+		if i := bytes.IndexByte(lr.buf[lr.scan:lr.end], '\n'); i >= 0 {
+			nl := lr.scan + i
+			line := lr.buf[lr.start:nl]
+			lr.start, lr.scan = nl+1, nl+1
+			if len(line) > lr.maxLine {
+				return nil, lr.at, errTooLarge
+			}
+			if n := len(line); n > 0 && line[n-1] == '\r' {
+				line = line[:n-1]
+			}
+			return line, lr.at, nil
+		}
+		lr.scan = lr.end
+		if lr.end-lr.start > lr.maxLine {
+			return nil, lr.at, errTooLarge
+		}
+		if lr.err != nil {
+			if lr.start < lr.end {
+				line := lr.buf[lr.start:lr.end]
+				lr.start, lr.scan = lr.end, lr.end
+				if n := len(line); line[n-1] == '\r' {
+					line = line[:n-1]
+				}
+				return line, lr.at, nil
+			}
+			return nil, lr.at, lr.err
+		}
+		if lr.start == lr.end {
+			lr.start, lr.scan, lr.end = 0, 0, 0
+		}
+		if lr.end == len(lr.buf) {
+			if lr.start > 0 {
+				n := copy(lr.buf, lr.buf[lr.start:lr.end])
+				lr.scan -= lr.start
+				lr.start, lr.end = 0, n
+			} else {
+				// The partial line fills the buffer but is within the cap (checked
+				// above), so the buffer is smaller than maxLine+1: grow toward it.
+				size := min(2*len(lr.buf), lr.maxLine+1)
+				nb := make([]byte, size)
+				copy(nb, lr.buf[:lr.end])
+				lr.buf = nb
+			}
+		}
+		n, err := lr.r.Read(lr.buf[lr.end:])
+		if n > 0 {
+			lr.at = time.Since(lr.epoch)
+			lr.end += n
+			lr.total += int64(n)
+			if lr.total > lr.maxBody {
+				return nil, lr.at, errTooLarge
+			}
+		}
+		if err != nil {
+			lr.err = err
+		}
+	}
+}
