@@ -250,6 +250,7 @@ func (a *app) runOne(ctx context.Context, f *workload.File, w *workload.Workload
 func (a *app) fillRecord(rec *result.Record, w *workload.Workload, out *loadgen.Outcome, closed bool) {
 	rec.Window = out.Window
 	rec.Requests = out.Measured
+	rec.MaxDispatchLagMS = ms(durationOr(w.MaxDispatchLag, time.Millisecond))
 	for i := range rec.Requests {
 		result.Judge(&rec.Requests[i], rec.SLO)
 	}

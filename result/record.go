@@ -37,6 +37,9 @@ type Record struct {
 	SLO []SLOTarget `json:"slo,omitempty"`
 	// SLOAttainmentTarget is the fraction of requests that must meet every SLO.
 	SLOAttainmentTarget float64 `json:"slo_attainment_target,omitempty"`
+	// MaxDispatchLagMS is the dispatch-lag p99 bound the run was held to (the summary's
+	// client_saturated flag); kept so that merging shards can recompute the flag.
+	MaxDispatchLagMS float64 `json:"max_dispatch_lag_ms,omitempty"`
 
 	// Environment holds flat, stable keys for drift: engine.name, engine.version,
 	// model.id, gpu.name, gpu.driver, gpu.cuda, tool.version, ...
@@ -107,6 +110,9 @@ type Percentiles struct {
 	Max   float64 `json:"max"`
 	Mean  float64 `json:"mean"`
 	Count int64   `json:"count"`
+	// Clamped counts values outside the histogram's range (below 0 or above one hour),
+	// recorded at the nearest end of it rather than dropped.
+	Clamped int64 `json:"clamped,omitempty"`
 }
 
 // Summary holds the metrics the gate compares. Definitions are DESIGN §4.

@@ -1,0 +1,248 @@
+package result
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// FormatError says that a file is not a readable run record: not JSON, cut short, another
+// schema, or a field of the wrong type. It is bad input (exit code 2), unlike an I/O error.
+type FormatError struct {
+	Path   string
+	Reason string
+}
+
+func (e *FormatError) Error() string { return e.Path + ": " + e.Reason }
+
+// expandDepth is how deep Marshal expands JSON containers one member per line: the top
+// level and its members (summary, environment, the list of requests), so that a person can
+// read and diff a record, while each request (with its gaps) and each percentile block
+// stays on one line, keeping a 10,000-request record compact.
+const expandDepth = 2
+
+// Marshal encodes a record as written to disk. A record without a schema gets Schema.
+func Marshal(r *Record) ([]byte, error) {
+	rec := *r
+	switch rec.Schema {
+	case "":
+		rec.Schema = Schema
+	case Schema:
+	default:
+		return nil, fmt.Errorf("record has schema %q; this tool writes %q", rec.Schema, Schema)
+	}
+	if rec.Requests == nil {
+		rec.Requests = []Request{} // "requests": [] rather than null
+	}
+	var compact bytes.Buffer
+	enc := json.NewEncoder(&compact)
+	enc.SetEscapeHTML(false) // error texts from servers stay readable
+	if err := enc.Encode(&rec); err != nil {
+		return nil, err
+	}
+	src := bytes.TrimRight(compact.Bytes(), "\n")
+	out := bytes.NewBuffer(make([]byte, 0, len(src)+len(src)/8))
+	indent(out, src, expandDepth)
+	out.WriteByte('\n')
+	return out.Bytes(), nil
+}
+
+// indent writes compact JSON src to dst with containers opened at depth ≤ maxDepth
+// expanded one member per line (two spaces a level) and deeper ones left compact.
+func indent(dst *bytes.Buffer, src []byte, maxDepth int) {
+	newline := func(depth int) {
+		dst.WriteByte('\n')
+		for range depth {
+			dst.WriteString("  ")
+		}
+	}
+	depth := 0
+	inString, escaped := false, false
+	for i, c := range src {
+		if inString {
+			dst.WriteByte(c)
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+			dst.WriteByte(c)
+		case '{', '[':
+			depth++
+			dst.WriteByte(c)
+			empty := i+1 < len(src) && (src[i+1] == '}' || src[i+1] == ']')
+			if depth <= maxDepth && !empty {
+				newline(depth)
+			}
+		case '}', ']':
+			if depth <= maxDepth && src[i-1] != '{' && src[i-1] != '[' {
+				newline(depth - 1)
+			}
+			dst.WriteByte(c)
+			depth--
+		case ',':
+			dst.WriteByte(c)
+			if depth <= maxDepth {
+				newline(depth)
+			}
+		case ':':
+			dst.WriteByte(c)
+			if depth <= maxDepth {
+				dst.WriteByte(' ')
+			}
+		default:
+			dst.WriteByte(c)
+		}
+	}
+}
+
+// Write writes r to path atomically: a temporary file in the same directory, flushed to
+// disk, then renamed over path, so that a reader (or a crash) never sees half a record.
+// The directory is created if needed.
+func Write(path string, r *Record) error {
+	data, err := Marshal(r)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	// The temporary name starts with a dot and does not end in .json, so that ReadDir
+	// never mistakes a leftover for a record.
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	fail := func(err error) error {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		return fail(err)
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := f.Chmod(0o644); err != nil {
+		return fail(err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	// Make the rename itself durable; not every platform can sync a directory, and the
+	// record is already whole either way.
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// Read reads and checks one run record. A file that is not a run record yields a
+// *FormatError naming it; an I/O failure is returned as it is.
+func Read(path string) (*Record, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Decode(path, data)
+}
+
+// Decode parses a run record from data; name is used in errors.
+func Decode(name string, data []byte) (*Record, error) {
+	bad := func(format string, args ...any) error {
+		return &FormatError{Path: name, Reason: fmt.Sprintf(format, args...)}
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, bad("empty file, not a slogate run record")
+	}
+	// Probe the schema first, so that another kind of JSON file is named as such rather
+	// than failing on whichever field happens not to fit.
+	var probe struct {
+		Schema *string `json:"schema"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		var syn *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &syn):
+			return nil, bad("truncated or corrupt JSON at offset %d: %s", syn.Offset, strings.TrimPrefix(syn.Error(), "json: "))
+		case errors.As(err, &typ) && typ.Field == "":
+			return nil, bad("not a slogate run record (the JSON is %s, not an object)", article(typ.Value))
+		case errors.As(err, &typ):
+			return nil, bad("not a slogate run record (schema is %s, not a string)", article(typ.Value))
+		}
+		return nil, bad("%v", err)
+	}
+	switch {
+	case probe.Schema == nil:
+		return nil, bad("not a slogate run record (no schema field; expected %q)", Schema)
+	case *probe.Schema != Schema && strings.HasPrefix(*probe.Schema, "slogate.run/"):
+		return nil, bad("not a slogate run record this tool can read (schema %q; this tool reads %q)", *probe.Schema, Schema)
+	case *probe.Schema != Schema:
+		return nil, bad("not a slogate run record (schema %q; expected %q)", *probe.Schema, Schema)
+	}
+	var rec Record
+	if err := json.Unmarshal(data, &rec); err != nil {
+		var typ *json.UnmarshalTypeError
+		if errors.As(err, &typ) {
+			return nil, bad("field %s: a JSON %s cannot be a %s (offset %d)", typ.Field, typ.Value, typ.Type, typ.Offset)
+		}
+		return nil, bad("%v", err)
+	}
+	return &rec, nil
+}
+
+func article(jsonKind string) string {
+	if jsonKind == "array" || jsonKind == "object" {
+		return "an " + jsonKind
+	}
+	return "a " + jsonKind
+}
+
+// ReadDir reads every *.json file of dir (not its subdirectories), in name order. Every
+// such file must be a run record: one that is not yields a *FormatError naming it, rather
+// than a baseline or result silently left out of a comparison.
+func ReadDir(dir string) ([]*Record, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".json") {
+			names = append(names, e.Name())
+		}
+	}
+	slices.Sort(names)
+	recs := make([]*Record, 0, len(names))
+	for _, n := range names {
+		r, err := Read(filepath.Join(dir, n))
+		if err != nil {
+			return nil, err
+		}
+		recs = append(recs, r)
+	}
+	return recs, nil
+}
