@@ -1,0 +1,132 @@
+package workload
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// generatorImpl is what a Generator precomputes from its workload: samplers and the rate
+// curve. Nothing in it changes after construction, so Request may be called from many
+// goroutines at once.
+type generatorImpl struct {
+	def     classGen   // the workload's own lengths
+	classes []classGen // the mix, with cumulative weights; empty when there is none
+	total   float64    // sum of class weights
+	curve   rateCurve  // open loop, not trace: the rate over time
+	shape   float64    // gamma shape k
+	groups  int        // shared prefix: number of groups
+}
+
+// classGen is one class ready to sample.
+type classGen struct {
+	name           string
+	cum            float64 // cumulative weight up to and including this class
+	prompt, output sampler
+}
+
+func newGenerator(w *Workload) (*Generator, error) {
+	if w == nil {
+		return nil, errors.New("workload: nil workload")
+	}
+	g := &Generator{w: w, cal: Calibration{Method: "estimate", CharsPerToken: DefaultCharsPerToken}}
+	fail := func(err error) (*Generator, error) {
+		return nil, fmt.Errorf("workload %q: %w", w.Name, err)
+	}
+	var err error
+	im := &g.impl
+	if im.def.prompt, err = newSampler(w.PromptTokens); err != nil {
+		return fail(fmt.Errorf("prompt_tokens: %w", err))
+	}
+	if im.def.output, err = newSampler(w.OutputTokens); err != nil {
+		return fail(fmt.Errorf("output_tokens: %w", err))
+	}
+	for _, c := range w.Classes {
+		if !(c.Weight > 0) || math.IsInf(c.Weight, 0) {
+			return fail(fmt.Errorf("class %q: weight %v must be > 0", c.Name, c.Weight))
+		}
+		cg := classGen{name: c.Name, prompt: im.def.prompt, output: im.def.output}
+		// The loader fills inherited lengths; a class built in code with no length of
+		// its own falls back to the workload's.
+		if c.PromptTokens.Dist != "" || c.PromptTokens.Value != 0 {
+			if cg.prompt, err = newSampler(c.PromptTokens); err != nil {
+				return fail(fmt.Errorf("class %q prompt_tokens: %w", c.Name, err))
+			}
+		}
+		if c.OutputTokens.Dist != "" || c.OutputTokens.Value != 0 {
+			if cg.output, err = newSampler(c.OutputTokens); err != nil {
+				return fail(fmt.Errorf("class %q output_tokens: %w", c.Name, err))
+			}
+		}
+		im.total += c.Weight
+		cg.cum = im.total
+		im.classes = append(im.classes, cg)
+	}
+
+	switch w.Arrival.Process {
+	case ArrivalConstant, ArrivalPoisson, ArrivalGamma:
+		if im.curve, err = newRateCurve(w.Arrival); err != nil {
+			return fail(err)
+		}
+		im.shape = w.Arrival.Burstiness
+		if im.shape == 0 {
+			im.shape = 1
+		}
+		if !(im.shape > 0) || math.IsInf(im.shape, 0) {
+			return fail(fmt.Errorf("arrival burstiness %v: must be > 0", w.Arrival.Burstiness))
+		}
+	case ArrivalTrace, ArrivalClosed:
+	default:
+		return fail(fmt.Errorf("arrival process %q: expected one of %q, %q, %q, %q, %q", w.Arrival.Process,
+			ArrivalConstant, ArrivalPoisson, ArrivalGamma, ArrivalTrace, ArrivalClosed))
+	}
+
+	switch w.PrefixCache.Mode {
+	case "", PrefixCold:
+	case PrefixShared:
+		if w.PrefixCache.Tokens < 1 {
+			return fail(fmt.Errorf("prefix_cache shared: tokens %d must be >= 1", w.PrefixCache.Tokens))
+		}
+		if w.PrefixCache.Groups < 0 {
+			return fail(fmt.Errorf("prefix_cache shared: groups %d must be >= 1", w.PrefixCache.Groups))
+		}
+	default:
+		return fail(fmt.Errorf("prefix_cache mode %q: expected %q or %q", w.PrefixCache.Mode, PrefixCold, PrefixShared))
+	}
+	im.groups = max(w.PrefixCache.Groups, 1)
+	return g, nil
+}
+
+// request builds request i of a phase. Every value comes from streams keyed by (seed,
+// phase, i) only, never from a shared sequence, so any order of calls (closed-loop users
+// racing each other, shards) yields the same items.
+func (g *Generator) request(i int, warm bool) Item {
+	phase := phaseMeasured
+	if warm {
+		phase = phaseWarmup
+	}
+	seed := g.w.Seed
+	cls := &g.impl.def
+	if len(g.impl.classes) > 0 {
+		r := newRNG(seed, streamClass, phase, uint64(i))
+		x := r.float64() * g.impl.total
+		cls = &g.impl.classes[len(g.impl.classes)-1] // rounding at the top end
+		for k := range g.impl.classes {
+			if x < g.impl.classes[k].cum {
+				cls = &g.impl.classes[k]
+				break
+			}
+		}
+	}
+	pr := newRNG(seed, streamPromptLength, phase, uint64(i))
+	or := newRNG(seed, streamOutputLength, phase, uint64(i))
+	it := Item{
+		Index:        i,
+		Warmup:       warm,
+		Class:        cls.name,
+		PromptTokens: cls.prompt.sample(&pr),
+		OutputTokens: cls.output.sample(&or),
+	}
+	it.Prompt = g.prompt(phase, i, it.PromptTokens)
+	return it
+}

@@ -1,0 +1,204 @@
+package workload
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"slices"
+	"time"
+)
+
+// CorpusVersion names the prompt corpus and the way prompts are cut from it. It is part
+// of the workload hash: the same spec with another corpus sends other bytes. Bump it with
+// any change to workload/corpus or to prompt synthesis that changes a prompt.
+const CorpusVersion = "corpus-1"
+
+// hashSchema names the canonical form below; bump it when the form itself changes.
+const hashSchema = "slogate-workload-hash/1"
+
+// Hash is the workload hash: "sha256:<hex>" of a canonical JSON of everything that
+// changes what is sent or how it is judged. A baseline is only comparable with a run of
+// the same hash.
+//
+// It covers the API, the model name and revision, the seed, the request count or
+// duration, warm-up, arrival (with a profile and the loaded trace offsets, not the trace
+// path), lengths (with loaded empirical values, not the file path), classes, prefix cache,
+// timeout, SLO, ignore_eos and CorpusVersion. It leaves out what neither changes the
+// traffic nor the verdict of the SLO: the workload name, the target URL, engine and key,
+// the gate and capacity sections, repeats, max_dispatch_lag, and the file's formatting.
+//
+// The canonical form is built from the loaded values (defaults applied, classes
+// inherited), so "timeout: 120s" and an absent timeout hash the same.
+func Hash(f *File, w *Workload) string { return hashWith(f, w, CorpusVersion) }
+
+func hashWith(f *File, w *Workload, corpus string) string {
+	c := hWorkload{
+		Schema:       hashSchema,
+		Corpus:       corpus,
+		API:          f.Target.API,
+		Model:        f.Model.Name,
+		Revision:     f.Model.Revision,
+		Seed:         w.Seed,
+		Requests:     w.Requests,
+		Duration:     ns(w.Duration),
+		Warmup:       w.Warmup.Requests,
+		Arrival:      arrivalForm(&w.Arrival),
+		PromptTokens: lengthForm(&w.PromptTokens),
+		OutputTokens: lengthForm(&w.OutputTokens),
+		PrefixCache:  hPrefix{w.PrefixCache.Mode, w.PrefixCache.Tokens, w.PrefixCache.Groups},
+		Timeout:      ns(w.Timeout),
+		SLO:          sloForm(&w.SLO),
+		IgnoreEOS:    w.IgnoreEOS,
+	}
+	for i := range w.Classes {
+		cl := &w.Classes[i]
+		c.Classes = append(c.Classes, hClass{
+			Name:         cl.Name,
+			Weight:       cl.Weight,
+			PromptTokens: lengthForm(&cl.PromptTokens),
+			OutputTokens: lengthForm(&cl.OutputTokens),
+			SLO:          sloForm(&cl.SLO),
+		})
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		// Only plain numbers, strings and slices are marshalled; NaN cannot pass validation.
+		panic("workload: canonical form does not marshal: " + err.Error())
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// The canonical form: fixed field order (struct order), durations in nanoseconds, and
+// omitempty so that an absent value and its zero value agree.
+type hWorkload struct {
+	Schema       string   `json:"schema"`
+	Corpus       string   `json:"corpus"`
+	API          string   `json:"api"`
+	Model        string   `json:"model"`
+	Revision     string   `json:"revision,omitempty"`
+	Seed         int64    `json:"seed"`
+	Requests     int      `json:"requests,omitempty"`
+	Duration     int64    `json:"duration_ns,omitempty"`
+	Warmup       int      `json:"warmup_requests,omitempty"`
+	Arrival      hArrival `json:"arrival"`
+	PromptTokens hLen     `json:"prompt_tokens"`
+	OutputTokens hLen     `json:"output_tokens"`
+	PrefixCache  hPrefix  `json:"prefix_cache"`
+	Timeout      int64    `json:"timeout_ns"`
+	SLO          hSLO     `json:"slo"`
+	Classes      []hClass `json:"classes,omitempty"`
+	IgnoreEOS    *bool    `json:"ignore_eos,omitempty"`
+}
+
+type hArrival struct {
+	Process    string    `json:"process"`
+	Rate       float64   `json:"rate,omitempty"`
+	Burstiness float64   `json:"burstiness,omitempty"`
+	Profile    *hProfile `json:"profile,omitempty"`
+	Offsets    []int64   `json:"offsets_ns,omitempty"`
+	Users      int       `json:"users,omitempty"`
+	Think      int64     `json:"think_ns,omitempty"`
+	ThinkDist  string    `json:"think_dist,omitempty"`
+}
+
+type hProfile struct {
+	Kind   string  `json:"kind"`
+	Steps  []hStep `json:"steps,omitempty"`
+	From   float64 `json:"from,omitempty"`
+	To     float64 `json:"to,omitempty"`
+	Over   int64   `json:"over_ns,omitempty"`
+	Trough float64 `json:"trough,omitempty"`
+	Peak   float64 `json:"peak,omitempty"`
+	Period int64   `json:"period_ns,omitempty"`
+}
+
+type hStep struct {
+	Rate     float64 `json:"rate"`
+	Duration int64   `json:"duration_ns,omitempty"`
+}
+
+type hLen struct {
+	Dist   string `json:"dist"`
+	Value  int    `json:"value,omitempty"`
+	Min    int    `json:"min,omitempty"`
+	Max    int    `json:"max,omitempty"`
+	P50    int    `json:"p50,omitempty"`
+	P95    int    `json:"p95,omitempty"`
+	Values []int  `json:"values,omitempty"`
+}
+
+type hPrefix struct {
+	Mode   string `json:"mode"`
+	Tokens int    `json:"tokens,omitempty"`
+	Groups int    `json:"groups,omitempty"`
+}
+
+type hTarget struct {
+	Metric     string  `json:"metric"`
+	Percentile float64 `json:"percentile"`
+	Limit      int64   `json:"limit_ns"`
+}
+
+type hSLO struct {
+	Targets    []hTarget `json:"targets,omitempty"`
+	Attainment float64   `json:"attainment"`
+}
+
+type hClass struct {
+	Name         string  `json:"name"`
+	Weight       float64 `json:"weight"`
+	PromptTokens hLen    `json:"prompt_tokens"`
+	OutputTokens hLen    `json:"output_tokens"`
+	SLO          hSLO    `json:"slo"`
+}
+
+func ns(d time.Duration) int64 { return int64(d) }
+
+func arrivalForm(a *Arrival) hArrival {
+	c := hArrival{
+		Process: a.Process,
+		Rate:    a.Rate,
+		Users:   a.Users,
+	}
+	// Fields that do not apply to the process are left out, so that a default (gamma's
+	// burstiness, closed's think_dist) cannot make two identical open loops differ.
+	switch a.Process {
+	case ArrivalGamma:
+		c.Burstiness = a.Burstiness
+	case ArrivalClosed:
+		c.Think = ns(a.Think)
+		c.ThinkDist = a.ThinkDist
+	}
+	for _, o := range a.Offsets {
+		c.Offsets = append(c.Offsets, ns(o))
+	}
+	if p := a.Profile; p != nil {
+		cp := &hProfile{
+			Kind: p.Kind, From: p.From, To: p.To, Over: ns(p.Over),
+			Trough: p.Trough, Peak: p.Peak, Period: ns(p.Period),
+		}
+		for _, s := range p.Steps {
+			cp.Steps = append(cp.Steps, hStep{s.Rate, ns(s.Duration)})
+		}
+		c.Profile = cp
+	}
+	return c
+}
+
+func lengthForm(l *LengthDist) hLen {
+	return hLen{Dist: l.Dist, Value: l.Value, Min: l.Min, Max: l.Max, P50: l.P50, P95: l.P95, Values: l.Values}
+}
+
+func sloForm(s *SLO) hSLO {
+	c := hSLO{Attainment: s.Attainment}
+	for _, t := range s.Targets {
+		c.Targets = append(c.Targets, hTarget{t.Metric, t.Percentile, ns(t.Limit)})
+	}
+	// Loaded files are sorted already; a File built in code may not be.
+	slices.SortStableFunc(c.Targets, func(a, b hTarget) int {
+		return cmp.Or(cmp.Compare(a.Metric, b.Metric), cmp.Compare(a.Percentile, b.Percentile))
+	})
+	return c
+}

@@ -1,0 +1,232 @@
+package workload
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// DefaultCharsPerToken is the estimate used when the engine offers no tokenizer: 4.0
+// characters (bytes) of English prose per token, the usual figure for the BPE tokenizers
+// of current LLMs (GPT, Llama, Qwen, Mistral families). The achieved prompt lengths always
+// come from the server's usage and are reported beside the targets, so an engine whose
+// tokenizer differs shows it instead of hiding it.
+const DefaultCharsPerToken = 4.0
+
+// corpus is the text that prompts are cut from: Isaac Newton's Opticks (4th edition,
+// 1730; public domain), the Project Gutenberg transcription with its apparatus removed and
+// whitespace collapsed to single spaces (see corpus/mkcorpus.go). Real prose, because
+// random token ids tokenize, attend and cache unlike what users send.
+//
+// It is one string: prompts are substrings of it plus a salt, built on demand.
+//
+//go:embed corpus/opticks.txt
+var corpus string
+
+// Prompts are cut from the corpus read as an endless loop: the book, a space, the book
+// again. loopLen is the period of that loop.
+var loopLen = len(corpus) + 1
+
+func loopByte(v int) byte {
+	v %= loopLen
+	if v == len(corpus) {
+		return ' '
+	}
+	return corpus[v]
+}
+
+// wordStart moves p forward to the start of a word, so that a prompt never opens inside
+// a word (or inside a multi-byte character).
+func wordStart(p int) int {
+	p %= loopLen
+	for i := 0; i < 256 && p != 0 && loopByte(p-1) != ' '; i++ {
+		p = (p + 1) % loopLen
+	}
+	return p
+}
+
+// cutEnd returns the end (exclusive, on the loop axis) of a text of about n bytes from the
+// word start `start`: the word boundary nearest to start+n, so lengths are unbiased.
+func cutEnd(start, n int) int {
+	if n <= 0 {
+		return start
+	}
+	e := start + n
+	back, fwd := -1, -1
+	for j := e; j > start && j > e-256; j-- {
+		if loopByte(j) == ' ' {
+			back = j
+			break
+		}
+	}
+	for j := e; j < e+256; j++ {
+		if loopByte(j) == ' ' {
+			fwd = j
+			break
+		}
+	}
+	switch {
+	case back < 0 && fwd < 0:
+		return e // no space near: cannot happen with this corpus (longest word 78 bytes)
+	case back < 0:
+		return fwd
+	case fwd < 0 || e-back <= fwd-e:
+		return back
+	}
+	return fwd
+}
+
+// writeLoop writes loop bytes [start, end) to b, in as few pieces as the wrap allows.
+func writeLoop(b *strings.Builder, start, end int) {
+	for pos := start; pos < end; {
+		off := pos % loopLen
+		if off == len(corpus) {
+			b.WriteByte(' ')
+			pos++
+			continue
+		}
+		n := min(end-pos, len(corpus)-off)
+		b.WriteString(corpus[off : off+n])
+		pos += n
+	}
+}
+
+// corpusText returns about n bytes of corpus from the word at or after p.
+func corpusText(p, n int) string {
+	start := wordStart(p)
+	end := cutEnd(start, n)
+	if end <= len(corpus) {
+		return corpus[start:end]
+	}
+	var b strings.Builder
+	b.Grow(end - start)
+	writeLoop(&b, start, end)
+	return b.String()
+}
+
+// saltLen is the length of a salt for an index below a million.
+const saltLen = len("[slogate 7f3a9c12 r000123] ")
+
+// appendSalt appends the unique marker of request (phase, i): "[slogate HHHHHHHH r000123] "
+// for measured requests, "w000123" for warm-up ones. The hex comes from (seed, phase, i),
+// so two workloads with different seeds never share a prefix either; the index makes it
+// unique within a run.
+func appendSalt(dst []byte, seed int64, phase uint64, i int) []byte {
+	r := newRNG(seed, streamSalt, phase, uint64(i))
+	h := uint32(r.uint64() >> 32)
+	dst = append(dst, "[slogate "...)
+	const hexDigits = "0123456789abcdef"
+	for shift := 28; shift >= 0; shift -= 4 {
+		dst = append(dst, hexDigits[(h>>uint(shift))&0xf])
+	}
+	if phase == phaseWarmup {
+		dst = append(dst, " w"...)
+	} else {
+		dst = append(dst, " r"...)
+	}
+	for d := 100000; d > 1 && i < d; d /= 10 {
+		dst = append(dst, '0')
+	}
+	dst = strconv.AppendInt(dst, int64(i), 10)
+	return append(dst, "] "...)
+}
+
+// charsFor converts tokens to corpus bytes at the current calibration.
+func (g *Generator) charsFor(tokens int) int {
+	return int(math.Round(float64(tokens) * g.cal.CharsPerToken))
+}
+
+// groupPrefix returns shared-prefix group grp's common text. It depends on (seed, group)
+// and the calibration only, so every member of the group, warm-up requests included,
+// starts with the same bytes (warm-up thereby primes the prefix cache, as real traffic
+// would have).
+func (g *Generator) groupPrefix(grp int) string {
+	r := newRNG(g.w.Seed, streamGroupPrefix, uint64(grp))
+	return corpusText(r.intN(len(corpus)), g.charsFor(g.w.PrefixCache.Tokens))
+}
+
+// prompt builds the text of request (phase, i) with a target of tokens tokens.
+//
+// cold:   salt + text. The salt counts toward the length.
+// shared: group prefix + " " + salt + text, the group being i mod Groups. The prefix is
+// Tokens tokens of corpus; the salt and the request's own text fill the rest. When the
+// prefix alone reaches the target the prompt is prefix and salt only, longer than the
+// target: the shared part is what the workload pins.
+//
+// Members of a group also share the salt's opening "[slogate " (a few tokens, less than
+// one KV-cache block), so the cache-visible common prefix is the group prefix.
+func (g *Generator) prompt(phase uint64, i, tokens int) string {
+	var saltBuf [40]byte
+	salt := appendSalt(saltBuf[:0], g.w.Seed, phase, i)
+	total := g.charsFor(tokens)
+
+	var prefix string
+	if g.w.PrefixCache.Mode == PrefixShared {
+		prefix = g.groupPrefix(i % g.impl.groups)
+	}
+	own := total - len(salt)
+	if prefix != "" {
+		own -= len(prefix) + 1
+	}
+	r := newRNG(g.w.Seed, streamPromptText, phase, uint64(i))
+	start := wordStart(r.intN(len(corpus)))
+	end := start
+	if own > 0 {
+		end = cutEnd(start, own)
+	}
+
+	var b strings.Builder
+	b.Grow(len(prefix) + 1 + len(salt) + end - start)
+	if prefix != "" {
+		b.WriteString(prefix)
+		b.WriteByte(' ')
+	}
+	b.Write(salt)
+	writeLoop(&b, start, end)
+	return b.String()
+}
+
+// calibrationWindows are the sizes (bytes) of corpus text sent to the tokenizer: short and
+// long windows, since tokenizers that add special tokens weigh more on short texts.
+var calibrationWindows = []int{256, 1024, 4096}
+
+// calibrationPositions are where in the book the windows start (fractions of its length):
+// the book's front matter, prose, tables and queries tokenize differently.
+var calibrationPositions = []float64{0.05, 0.35, 0.65, 0.9}
+
+func (g *Generator) calibrate(ctx context.Context, tok Tokenizer) error {
+	estimate := Calibration{Method: "estimate", CharsPerToken: DefaultCharsPerToken}
+	g.cal = estimate
+	if tok == nil {
+		return nil
+	}
+	chars, tokens := 0, 0
+	for k, size := range calibrationWindows {
+		for j, frac := range calibrationPositions {
+			// Shift each size a little so no two windows start at the same word.
+			p := int(frac*float64(len(corpus))) + (k*len(calibrationPositions)+j)*997
+			text := corpusText(p, size)
+			n, err := tok.CountTokens(ctx, text)
+			if err != nil {
+				return fmt.Errorf("workload %q: calibrating prompt lengths with the engine tokenizer (keeping %.1f chars/token): %w",
+					g.w.Name, DefaultCharsPerToken, err)
+			}
+			chars += len(text)
+			tokens += n
+		}
+	}
+	if tokens <= 0 {
+		return fmt.Errorf("workload %q: the engine tokenizer counted %d tokens in %d chars (keeping %.1f chars/token)",
+			g.w.Name, tokens, chars, DefaultCharsPerToken)
+	}
+	ratio := float64(chars) / float64(tokens)
+	if ratio < 0.5 || ratio > 20 {
+		return fmt.Errorf("workload %q: the engine tokenizer gives %.2f chars/token (%d chars, %d tokens), outside 0.5..20 (keeping %.1f chars/token)",
+			g.w.Name, ratio, chars, tokens, DefaultCharsPerToken)
+	}
+	g.cal = Calibration{Method: "tokenize", CharsPerToken: ratio}
+	return nil
+}
