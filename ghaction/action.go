@@ -1,0 +1,251 @@
+// Package ghaction owns slogate's GitHub side: the Action's inputs, outputs, step summary
+// and annotations (through go-githubactions, with the environment and the writer handed
+// in), the workflow context read from the runner's environment and event payload, the
+// refusal to run a fork's pull request on a self-hosted runner, the one sticky pull-request
+// comment, and the pull request that refreshes committed baselines.
+//
+// It knows nothing of statistics: it receives Markdown that is already rendered and plain
+// values that are already formatted.
+package ghaction
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/sethvargo/go-githubactions"
+)
+
+// Inputs are the Action's inputs (action.yml), validated.
+type Inputs struct {
+	Config           string // path to slogate.yaml
+	Mode             string // gate | baseline | audit | run
+	Target           string // the engine URL or target name the workload is sent to
+	Token            string // github-token; never printed
+	FailOn           string // fail | warn | never
+	WorkingDirectory string
+	Comment          bool // post the sticky pull-request comment
+	AllowForkPRs     bool // run the workload on a pull request from a fork
+}
+
+// Valid values of the enumerated inputs, in the order the errors list them.
+var (
+	Modes   = []string{"gate", "baseline", "audit", "run"}
+	FailOns = []string{"fail", "warn", "never"}
+	// The values the Actions toolkit's getBooleanInput accepts (YAML 1.2 core schema);
+	// "yes", "1" and the like are rejected there too, so a workflow that works with one
+	// action behaves the same with this one.
+	boolTrue  = []string{"true", "True", "TRUE"}
+	boolFalse = []string{"false", "False", "FALSE"}
+)
+
+// ReadInputs reads and validates every input; all problems are reported at once.
+//
+// go-githubactions looks an input up as INPUT_<NAME> with the name upper-cased and
+// spaces (not hyphens) turned into underscores, as the runner sets them: the token is
+// read from INPUT_GITHUB-TOKEN.
+func ReadInputs(a *githubactions.Action) (Inputs, error) {
+	in := Inputs{
+		Config:           a.GetInput("config"),
+		Mode:             a.GetInput("mode"),
+		Target:           a.GetInput("target"),
+		Token:            a.GetInput("github-token"),
+		FailOn:           a.GetInput("fail-on"),
+		WorkingDirectory: a.GetInput("working-directory"),
+	}
+	if in.Config == "" {
+		in.Config = "slogate.yaml"
+	}
+	if in.Mode == "" {
+		in.Mode = "gate"
+	}
+	if in.FailOn == "" {
+		in.FailOn = "fail"
+	}
+	var errs []error
+	if err := oneOf("mode", in.Mode, Modes); err != nil {
+		errs = append(errs, err)
+	}
+	if err := oneOf("fail-on", in.FailOn, FailOns); err != nil {
+		errs = append(errs, err)
+	}
+	var err error
+	if in.Comment, err = boolInput(a, "comment", true); err != nil {
+		errs = append(errs, err)
+	}
+	if in.AllowForkPRs, err = boolInput(a, "allow-fork-prs", false); err != nil {
+		errs = append(errs, err)
+	}
+	return in, errors.Join(errs...)
+}
+
+func oneOf(name, v string, valid []string) error {
+	for _, ok := range valid {
+		if v == ok {
+			return nil
+		}
+	}
+	return fmt.Errorf("input %q: invalid value %q; valid values: %s", name, v, quoteList(valid))
+}
+
+func boolInput(a *githubactions.Action, name string, def bool) (bool, error) {
+	v := a.GetInput(name)
+	switch {
+	case v == "":
+		return def, nil
+	case contains(boolTrue, v):
+		return true, nil
+	case contains(boolFalse, v):
+		return false, nil
+	}
+	return def, fmt.Errorf("input %q: invalid value %q; valid values: %s",
+		name, v, quoteList(append(append([]string{}, boolTrue...), boolFalse...)))
+}
+
+func contains(list []string, v string) bool {
+	for _, s := range list {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+func quoteList(vs []string) string {
+	q := make([]string, len(vs))
+	for i, v := range vs {
+		q[i] = fmt.Sprintf("%q", v)
+	}
+	return strings.Join(q, ", ")
+}
+
+// Outputs are the step outputs, already formatted by the caller.
+type Outputs struct {
+	Verdict       string // pass | warn | fail | improved | error
+	Goodput       string
+	ITLP99ms      string
+	KVConcurrency string
+	ResultsDir    string
+	ReportPath    string
+	CommentURL    string
+}
+
+// ErrNoEnvFile reports that the runner did not name the file a command writes to
+// (GITHUB_OUTPUT, GITHUB_STEP_SUMMARY): the tool is not running inside Actions. Callers
+// running locally may ignore it.
+var ErrNoEnvFile = errors.New("not running in GitHub Actions")
+
+// The delimiter go-githubactions v1.3.1 writes around every value in GITHUB_OUTPUT. It
+// is fixed, not random, so a value holding it on a line of its own would end the value
+// early and could forge further outputs: such values are refused.
+const outputDelimiter = "_GitHubActionsFileCommandDelimeter_"
+
+// SetOutputs writes every output, in a fixed order, to the file named by GITHUB_OUTPUT.
+// Empty values are written too, so that a downstream step sees each output defined.
+func SetOutputs(a *githubactions.Action, o Outputs) error {
+	pairs := [][2]string{
+		{"verdict", o.Verdict},
+		{"goodput", o.Goodput},
+		{"itl-p99-ms", o.ITLP99ms},
+		{"kv-concurrency", o.KVConcurrency},
+		{"results-dir", o.ResultsDir},
+		{"report-path", o.ReportPath},
+		{"comment-url", o.CommentURL},
+	}
+	if a.Getenv("GITHUB_OUTPUT") == "" {
+		return fmt.Errorf("setting outputs: GITHUB_OUTPUT is not set: %w", ErrNoEnvFile)
+	}
+	for _, p := range pairs {
+		if strings.Contains(p[1], outputDelimiter) {
+			return fmt.Errorf("output %q: value contains the file-command delimiter %q", p[0], outputDelimiter)
+		}
+	}
+	for _, p := range pairs {
+		if err := recoverPanic(func() { a.SetOutput(p[0], p[1]) }); err != nil {
+			return fmt.Errorf("output %q: %w", p[0], err)
+		}
+	}
+	return nil
+}
+
+// MaxSummaryBytes is GitHub's limit on one step's job summary (1 MiB); a larger summary
+// is dropped by the runner with an error, so it is refused here with a clearer one.
+const MaxSummaryBytes = 1 << 20
+
+// WriteSummary appends markdown to the job summary (the file named by
+// GITHUB_STEP_SUMMARY).
+func WriteSummary(a *githubactions.Action, markdown string) error {
+	if a.Getenv("GITHUB_STEP_SUMMARY") == "" {
+		return fmt.Errorf("writing the job summary: GITHUB_STEP_SUMMARY is not set: %w", ErrNoEnvFile)
+	}
+	if len(markdown) > MaxSummaryBytes {
+		return fmt.Errorf("writing the job summary: %d bytes is over GitHub's limit of %d", len(markdown), MaxSummaryBytes)
+	}
+	if !utf8.ValidString(markdown) {
+		return errors.New("writing the job summary: the Markdown is not valid UTF-8")
+	}
+	if err := recoverPanic(func() { a.AddStepSummary(markdown) }); err != nil {
+		return fmt.Errorf("writing the job summary: %w", err)
+	}
+	return nil
+}
+
+// go-githubactions panics when a file command cannot be written; a benchmark result must
+// not be lost to a panic in the last step, so the panic becomes an error.
+func recoverPanic(f func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if e, ok := r.(error); ok {
+				err = e
+				return
+			}
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	f()
+	return nil
+}
+
+// Annotation is one workflow annotation. Level is error, warning or notice; an unknown
+// level is shown as a warning so that it is never lost.
+type Annotation struct {
+	Level   string
+	Title   string
+	Message string
+	File    string // path relative to the repository root; optional
+	Line    int    // 1-based; used only with File
+}
+
+// Annotate prints the annotations as workflow commands on the Action's writer.
+// go-githubactions escapes the message (%, CR, LF) and the properties (also ':' and ','),
+// so text that came from the server under test cannot end the command early or inject
+// another one.
+func Annotate(a *githubactions.Action, anns []Annotation) {
+	for _, an := range anns {
+		fields := map[string]string{}
+		if an.Title != "" {
+			fields["title"] = an.Title
+		}
+		if an.File != "" {
+			fields["file"] = an.File
+			if an.Line > 0 {
+				fields["line"] = fmt.Sprint(an.Line)
+			}
+		}
+		b := a
+		if len(fields) > 0 {
+			b = a.WithFieldsMap(fields)
+		}
+		// The message goes through "%s": the library formats with Sprintf, and a '%'
+		// in a server's error text must not be read as a verb.
+		switch an.Level {
+		case "error":
+			b.Errorf("%s", an.Message)
+		case "notice":
+			b.Noticef("%s", an.Message)
+		default:
+			b.Warningf("%s", an.Message)
+		}
+	}
+}

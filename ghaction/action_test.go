@@ -1,0 +1,248 @@
+package ghaction
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/sethvargo/go-githubactions"
+)
+
+func newAction(env map[string]string, w *bytes.Buffer) *githubactions.Action {
+	return githubactions.New(githubactions.WithGetenv(envFunc(env)), githubactions.WithWriter(w))
+}
+
+func TestReadInputs(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want Inputs
+	}{
+		// Nothing set: the documented defaults.
+		{"defaults", map[string]string{},
+			Inputs{Config: "slogate.yaml", Mode: "gate", FailOn: "fail", Comment: true}},
+		// Everything set; the token input keeps its hyphen in the variable name, as the
+		// runner sets it; surrounding whitespace from YAML block scalars is trimmed.
+		{"all set", map[string]string{
+			"INPUT_CONFIG":            "bench/slogate.yaml",
+			"INPUT_MODE":              "baseline",
+			"INPUT_TARGET":            " http://127.0.0.1:8000 \n",
+			"INPUT_GITHUB-TOKEN":      "ghs_x",
+			"INPUT_COMMENT":           "false",
+			"INPUT_FAIL-ON":           "warn",
+			"INPUT_ALLOW-FORK-PRS":    "TRUE",
+			"INPUT_WORKING-DIRECTORY": "serving",
+		}, Inputs{Config: "bench/slogate.yaml", Mode: "baseline", Target: "http://127.0.0.1:8000", Token: "ghs_x",
+			FailOn: "warn", WorkingDirectory: "serving", Comment: false, AllowForkPRs: true}},
+		// The other valid values of the enumerations.
+		{"audit, never", map[string]string{"INPUT_MODE": "audit", "INPUT_FAIL-ON": "never", "INPUT_COMMENT": "True"},
+			Inputs{Config: "slogate.yaml", Mode: "audit", FailOn: "never", Comment: true}},
+		{"run", map[string]string{"INPUT_MODE": "run", "INPUT_ALLOW-FORK-PRS": "false"},
+			Inputs{Config: "slogate.yaml", Mode: "run", FailOn: "fail", Comment: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ReadInputs(newAction(tt.env, &bytes.Buffer{}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("inputs (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestReadInputsInvalid(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want []string // every line of the error, in order
+	}{
+		// A typo in mode.
+		{"mode", map[string]string{"INPUT_MODE": "gat"},
+			[]string{`input "mode": invalid value "gat"; valid values: "gate", "baseline", "audit", "run"`}},
+		// Values are case-sensitive, as in action.yml.
+		{"mode case", map[string]string{"INPUT_MODE": "Gate"},
+			[]string{`input "mode": invalid value "Gate"; valid values: "gate", "baseline", "audit", "run"`}},
+		// A plausible but wrong fail-on.
+		{"fail-on", map[string]string{"INPUT_FAIL-ON": "error"},
+			[]string{`input "fail-on": invalid value "error"; valid values: "fail", "warn", "never"`}},
+		// "yes" is not a boolean to the Actions toolkit either.
+		{"comment", map[string]string{"INPUT_COMMENT": "yes"},
+			[]string{`input "comment": invalid value "yes"; valid values: "true", "True", "TRUE", "false", "False", "FALSE"`}},
+		// "1" is not either: a security switch must not be turned on by accident.
+		{"allow-fork-prs", map[string]string{"INPUT_ALLOW-FORK-PRS": "1"},
+			[]string{`input "allow-fork-prs": invalid value "1"; valid values: "true", "True", "TRUE", "false", "False", "FALSE"`}},
+		// All problems are reported at once.
+		{"all at once", map[string]string{"INPUT_MODE": "x", "INPUT_FAIL-ON": "y", "INPUT_COMMENT": "z", "INPUT_ALLOW-FORK-PRS": "w"},
+			[]string{
+				`input "mode": invalid value "x"; valid values: "gate", "baseline", "audit", "run"`,
+				`input "fail-on": invalid value "y"; valid values: "fail", "warn", "never"`,
+				`input "comment": invalid value "z"; valid values: "true", "True", "TRUE", "false", "False", "FALSE"`,
+				`input "allow-fork-prs": invalid value "w"; valid values: "true", "True", "TRUE", "false", "False", "FALSE"`,
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{"INPUT_GITHUB-TOKEN": "ghs_secret"}
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			in, err := ReadInputs(newAction(env, &bytes.Buffer{}))
+			if err == nil {
+				t.Fatalf("no error; inputs %+v", in)
+			}
+			if d := cmp.Diff(tt.want, strings.Split(err.Error(), "\n")); d != "" {
+				t.Errorf("error lines (-want +got):\n%s", d)
+			}
+			if strings.Contains(err.Error(), "ghs_secret") {
+				t.Error("the token leaked into the error")
+			}
+		})
+	}
+}
+
+func tempEnvFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestSetOutputs(t *testing.T) {
+	path := tempEnvFile(t, "output", "earlier<<EOF\nkept\nEOF\n")
+	var stdout bytes.Buffer
+	a := newAction(map[string]string{"GITHUB_OUTPUT": path}, &stdout)
+	err := SetOutputs(a, Outputs{
+		Verdict:       "fail",
+		Goodput:       "41.7",
+		ITLP99ms:      "38.2",
+		KVConcurrency: "112",
+		ResultsDir:    "slogate-results",
+		ReportPath:    "slogate-results/report.html",
+		CommentURL:    "line one\nline two", // multi-line values use the heredoc form
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const d = "_GitHubActionsFileCommandDelimeter_"
+	want := "earlier<<EOF\nkept\nEOF\n" +
+		"verdict<<" + d + "\nfail\n" + d + "\n" +
+		"goodput<<" + d + "\n41.7\n" + d + "\n" +
+		"itl-p99-ms<<" + d + "\n38.2\n" + d + "\n" +
+		"kv-concurrency<<" + d + "\n112\n" + d + "\n" +
+		"results-dir<<" + d + "\nslogate-results\n" + d + "\n" +
+		"report-path<<" + d + "\nslogate-results/report.html\n" + d + "\n" +
+		"comment-url<<" + d + "\nline one\nline two\n" + d + "\n"
+	if diff := cmp.Diff(want, string(got)); diff != "" {
+		t.Errorf("GITHUB_OUTPUT (-want +got):\n%s", diff)
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("outputs went to stdout too: %q", stdout.String())
+	}
+}
+
+func TestSetOutputsRefuses(t *testing.T) {
+	// No GITHUB_OUTPUT: not in Actions; a sentinel the caller can ignore locally.
+	if err := SetOutputs(newAction(map[string]string{}, &bytes.Buffer{}), Outputs{Verdict: "pass"}); !errors.Is(err, ErrNoEnvFile) {
+		t.Errorf("without GITHUB_OUTPUT: %v, want ErrNoEnvFile", err)
+	}
+	// A value holding the fixed delimiter could forge outputs: refused, and nothing written.
+	path := tempEnvFile(t, "output", "")
+	a := newAction(map[string]string{"GITHUB_OUTPUT": path}, &bytes.Buffer{})
+	err := SetOutputs(a, Outputs{Verdict: "pass", CommentURL: "x\n_GitHubActionsFileCommandDelimeter_\nverdict<<Z\npass"})
+	if err == nil || !strings.Contains(err.Error(), `output "comment-url"`) {
+		t.Errorf("delimiter in a value: %v", err)
+	}
+	if b, _ := os.ReadFile(path); len(b) != 0 {
+		t.Errorf("partial outputs written: %q", b)
+	}
+	// An unwritable file: an error, not a panic.
+	a = newAction(map[string]string{"GITHUB_OUTPUT": filepath.Join(t.TempDir(), "no", "such", "dir")}, &bytes.Buffer{})
+	if err := SetOutputs(a, Outputs{Verdict: "pass"}); err == nil || !strings.Contains(err.Error(), "unable to write command") {
+		t.Errorf("unwritable GITHUB_OUTPUT: %v", err)
+	}
+}
+
+func TestWriteSummary(t *testing.T) {
+	path := tempEnvFile(t, "summary", "# earlier step\n")
+	a := newAction(map[string]string{"GITHUB_STEP_SUMMARY": path}, &bytes.Buffer{})
+	if err := WriteSummary(a, "## slogate: pass\n\n| metric | value |\n|---|---|"); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteSummary(a, "second"); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(path)
+	want := "# earlier step\n## slogate: pass\n\n| metric | value |\n|---|---|\nsecond\n"
+	if d := cmp.Diff(want, string(got)); d != "" {
+		t.Errorf("summary (-want +got):\n%s", d)
+	}
+
+	tests := []struct {
+		name    string
+		env     map[string]string
+		md      string
+		wantIs  error
+		wantErr string
+	}{
+		// Not in Actions.
+		{"no GITHUB_STEP_SUMMARY", map[string]string{}, "x", ErrNoEnvFile, ""},
+		// Over the runner's 1 MiB limit: the runner would drop it.
+		{"too large", map[string]string{"GITHUB_STEP_SUMMARY": path}, strings.Repeat("x", MaxSummaryBytes+1), nil, "over GitHub's limit"},
+		// Not UTF-8: GitHub would render garbage.
+		{"invalid UTF-8", map[string]string{"GITHUB_STEP_SUMMARY": path}, "\xff\xfe", nil, "not valid UTF-8"},
+		// A directory cannot be appended to: an error, not a panic.
+		{"unwritable", map[string]string{"GITHUB_STEP_SUMMARY": t.TempDir()}, "x", nil, "unable to write command"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := WriteSummary(newAction(tt.env, &bytes.Buffer{}), tt.md)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if tt.wantIs != nil && !errors.Is(err, tt.wantIs) {
+				t.Errorf("%v is not %v", err, tt.wantIs)
+			}
+			if !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("%v does not contain %q", err, tt.wantErr)
+			}
+		})
+	}
+	if got2, _ := os.ReadFile(path); string(got2) != want {
+		t.Errorf("a refused summary changed the file: %q", got2)
+	}
+}
+
+func TestAnnotate(t *testing.T) {
+	var out bytes.Buffer
+	a := newAction(map[string]string{}, &out)
+	Annotate(a, []Annotation{
+		// The usual gate failure, pointing at the workload file.
+		{Level: "error", Title: "goodput regressed", Message: "goodput 41.7 req/s < baseline 48.0 (-13%)", File: "slogate.yaml", Line: 12},
+		// Server text with a newline, a '%' and '::': escaped, so it cannot end the
+		// command early or start another one; '%' is not read as a format verb.
+		{Level: "warning", Title: "engine: vllm, 0.6.3", Message: "error 100% bad\n::error::forged", File: "bench/a,b:c.yaml"},
+		// A line without a file means nothing to GitHub: dropped.
+		{Level: "notice", Message: "baseline is 40 days old", Line: 7},
+		// No properties at all.
+		{Level: "notice", Message: "drift: driver 550.54 -> 560.28 (expected)"},
+		// An unknown level is shown as a warning rather than lost.
+		{Level: "fatal", Message: "unknown level"},
+	})
+	golden(t, "annotations.golden", out.String())
+	if strings.Count(out.String(), "\n") != 5 {
+		t.Errorf("want exactly one line per annotation:\n%s", out.String())
+	}
+}
