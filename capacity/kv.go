@@ -3,6 +3,8 @@ package capacity
 import (
 	"fmt"
 	"math"
+
+	"github.com/slogate/slogate/result"
 )
 
 // Arch holds the architecture fields that fix the KV cache's size per token.
@@ -48,12 +50,7 @@ func KVCapacityFromMemory(gpuMemoryBytes int64, utilization float64, weightsPerG
 }
 
 // KVConcurrency is how many requests of this workload fit in the KV cache at once.
-type KVConcurrency struct {
-	Value            int    `json:"value"`
-	CapacityTokens   int64  `json:"capacity_tokens"`
-	PerRequestTokens int    `json:"per_request_tokens"`
-	Source           string `json:"source"`
-}
+type KVConcurrency = result.KVConcurrency
 
 // KVLimitedConcurrency is ⌊capacity / per-request tokens⌋, where per-request tokens are the
 // p95 of prompt + output tokens rounded up to whole blocks (a sequence holds whole blocks).
@@ -68,16 +65,8 @@ func KVLimitedConcurrency(capacityTokens int64, p95Tokens float64, blockSize int
 	return k
 }
 
-// LittleLaw compares the measured mean number of requests in flight with the one Little's
-// law predicts from the arrival rate and the mean time in the system (L = λW).
-type LittleLaw struct {
-	ArrivalRPS        float64 `json:"arrival_rps"`
-	MeanE2ES          float64 `json:"mean_e2e_s"`
-	PredictedInFlight float64 `json:"predicted_in_flight"`
-	MeasuredInFlight  float64 `json:"measured_in_flight"`
-	Deviation         float64 `json:"deviation"` // |measured − predicted| / predicted
-	Flagged           bool    `json:"flagged"`   // deviation > LittleLawTolerance
-}
+// LittleLaw is the check of L = λW.
+type LittleLaw = result.LittleLaw
 
 // LittleLawTolerance is the deviation above which the check is flagged.
 const LittleLawTolerance = 0.10

@@ -59,8 +59,11 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"run":     {"run the workloads of a config against an engine and write run records", (*app).cmdRun},
-		"version": {"print the version", func(a *app, _ context.Context, args []string) int { return a.cmdVersion(args) }},
+		"run":      {"run the workloads of a config against an engine and write run records", (*app).cmdRun},
+		"gate":     {"compare run records with the committed baselines and give a verdict", (*app).cmdGate},
+		"baseline": {"baseline update: write run records as the new baselines", (*app).cmdBaseline},
+		"audit":    {"show each baseline's versions, age and drift from the current environment", (*app).cmdAudit},
+		"version":  {"print the version", func(a *app, _ context.Context, args []string) int { return a.cmdVersion(args) }},
 	}
 }
 

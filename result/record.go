@@ -41,6 +41,13 @@ type Record struct {
 	// client_saturated flag); kept so that merging shards can recompute the flag.
 	MaxDispatchLagMS float64 `json:"max_dispatch_lag_ms,omitempty"`
 
+	// Hardware is the normalized hardware id baselines are filed under
+	// (baselines/<workload>/<hardware>.json): e.g. h100-80gb-hbm3-x1, cpu, or sim for the
+	// simulated engine, whose speed does not depend on the machine's GPU.
+	Hardware string `json:"hardware,omitempty"`
+	// Engine is what the engine said about itself (cleaned of control characters).
+	Engine *EngineInfo `json:"engine,omitempty"`
+
 	// Environment holds flat, stable keys for drift: engine.name, engine.version,
 	// model.id, gpu.name, gpu.driver, gpu.cuda, tool.version, ...
 	Environment map[string]string `json:"environment,omitempty"`
@@ -144,6 +151,59 @@ type Summary struct {
 	EarlyStops int `json:"early_stops"`
 	// SLOChecks are the run-level checks: pNN over requests against each limit.
 	SLOChecks []SLOCheck `json:"slo_checks,omitempty"`
+
+	// Server-side metrics scraped during the measured window; absent (nil) when the engine
+	// exposes none, never zero-filled.
+	QueueDepth         *Gauge   `json:"queue_depth,omitempty"`
+	KVUsage            *Gauge   `json:"kv_usage,omitempty"`
+	Running            *Gauge   `json:"running,omitempty"`
+	Preemptions        *float64 `json:"preemptions,omitempty"`           // counter delta over the window
+	PrefixCacheHitRate *float64 `json:"prefix_cache_hit_rate,omitempty"` // 0..1
+
+	// KVConcurrency is the KV-limited concurrency for this workload's request sizes.
+	KVConcurrency *KVConcurrency `json:"kv_concurrency,omitempty"`
+	// LittleLaw checks mean in flight against arrival rate × mean E2E.
+	LittleLaw *LittleLaw `json:"little_law,omitempty"`
+}
+
+// Gauge summarizes a server gauge sampled over the window.
+type Gauge struct {
+	P50 float64 `json:"p50"`
+	P95 float64 `json:"p95"`
+	Max float64 `json:"max"`
+}
+
+// EngineInfo is the engine's identity as recorded.
+type EngineInfo struct {
+	Name             string   `json:"name"`
+	Version          string   `json:"version"`
+	ModelID          string   `json:"model_id"`
+	ModelRevision    string   `json:"model_revision,omitempty"`
+	MaxContext       int      `json:"max_context,omitempty"`
+	KVCapacityTokens int64    `json:"kv_capacity_tokens,omitempty"`
+	KVSource         string   `json:"kv_source,omitempty"`
+	Notes            []string `json:"notes,omitempty"`
+}
+
+// KVConcurrency is how many requests of this workload fit in the KV cache at once:
+// ⌊capacity tokens / per-request tokens⌋, per-request tokens being the p95 of prompt +
+// output tokens rounded up to whole blocks.
+type KVConcurrency struct {
+	Value            int    `json:"value"`
+	CapacityTokens   int64  `json:"capacity_tokens"`
+	PerRequestTokens int    `json:"per_request_tokens"`
+	Source           string `json:"source"`
+}
+
+// LittleLaw compares the measured mean number of requests in flight with the one Little's
+// law predicts from the arrival rate and the mean time in the system (L = λW).
+type LittleLaw struct {
+	ArrivalRPS        float64 `json:"arrival_rps"`
+	MeanE2ES          float64 `json:"mean_e2e_s"`
+	PredictedInFlight float64 `json:"predicted_in_flight"`
+	MeasuredInFlight  float64 `json:"measured_in_flight"`
+	Deviation         float64 `json:"deviation"` // |measured − predicted| / predicted
+	Flagged           bool    `json:"flagged"`   // deviation > 10%
 }
 
 // LagSummary is the dispatch lag (actual send − scheduled send) in milliseconds.
