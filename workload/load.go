@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -100,14 +101,23 @@ func Parse(name string, data []byte) (*File, error) {
 		dir:      filepath.Dir(name),
 		readFile: os.ReadFile,
 		nodes:    map[string]*yaml.Node{},
+		keys:     map[string]*yaml.Node{},
 		bad:      map[string]bool{},
 		lengths:  map[string]LengthDist{},
 	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
+	if err := dec.Decode(&root); err != nil && err != io.EOF {
 		return nil, d.syntaxError(err)
 	}
 	f := d.file(&root)
+	// A second document ("---") would be silently ignored by a plain unmarshal.
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		d.errorf(&extra, "a workload file holds one YAML document; a second one starts here")
+	} else if err != io.EOF {
+		return nil, d.syntaxError(err)
+	}
 	d.validate(f)
 	if len(d.errs) > 0 {
 		return nil, d.errors()
@@ -129,6 +139,9 @@ type decoder struct {
 	// nodes holds the value node of every key given in the file (null values excluded),
 	// by path ("workloads[0].arrival.rate"): validation uses it for presence and positions.
 	nodes map[string]*yaml.Node
+	// keys holds the key node of the same paths, for problems with the key's presence
+	// ("does not apply", "exclusive") rather than with its value.
+	keys map[string]*yaml.Node
 	// bad marks paths whose value was already reported as malformed, so that validation
 	// does not add a second, confusing error about the zero value left behind.
 	bad map[string]bool
@@ -140,7 +153,10 @@ type decoder struct {
 }
 
 // maxVisits bounds the work of one file; real files walk a few hundred mappings.
-const maxVisits = 100_000
+const maxVisits = 10_000
+
+// maxErrors bounds the report: past it, more lines help nobody fix the file.
+const maxErrors = 200
 
 // visit counts one mapping or list and reports, once, when the budget is spent.
 func (d *decoder) visit(n *yaml.Node) bool {
@@ -182,9 +198,12 @@ func (d *decoder) errors() Errors {
 		}
 		return a.seq < b.seq
 	})
-	out := make(Errors, len(d.errs))
-	for i, e := range d.errs {
-		out[i] = e.Error
+	out := make(Errors, 0, min(len(d.errs), maxErrors+1))
+	for _, e := range d.errs[:min(len(d.errs), maxErrors)] {
+		out = append(out, e.Error)
+	}
+	if n := len(d.errs) - maxErrors; n > 0 {
+		out = append(out, Error{File: d.name, Msg: fmt.Sprintf("%d more errors not shown", n)})
 	}
 	return out
 }
@@ -342,6 +361,7 @@ func (d *decoder) mapping(n *yaml.Node, path, context string, fs []field) bool {
 		}
 		p := join(path, k.Value)
 		d.nodes[p] = v
+		d.keys[p] = k
 		f.fn(p, v)
 	}
 	return true

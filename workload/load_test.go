@@ -188,7 +188,7 @@ func TestLoadFull(t *testing.T) {
 				// the file's entries in file order, then the defaults it does not name
 				{"engine.version", "expected"}, {"gpu.driver", "warn"}, {"gpu.cuda", "warn"}, {"model.revision", "fail"},
 				{"engine.name", "fail"}, {"model.id", "fail"}, {"gpu.name", "fail"}, {"gpu.count", "fail"},
-				{"tool.version", "ignore"},
+				{"engine.image", "warn"}, {"tool.version", "ignore"}, {"tool.commit", "ignore"},
 			},
 			MissingBaseline: "warn", Resamples: 2000, Confidence: 0.95, Seed: 1,
 		},
@@ -427,5 +427,64 @@ func TestAliasExpansionBounded(t *testing.T) {
 	_, err := Parse("bomb.yaml", []byte(b.String()))
 	if err == nil || !strings.Contains(err.Error(), "expands to more than") {
 		t.Fatalf("got %.300v..., want the expansion limit", err)
+	}
+}
+
+// TestLoadedWorkloadsGenerate checks the contract between the loader and the generator:
+// every workload of every valid example is accepted as loaded, and an open loop yields
+// a schedule.
+func TestLoadedWorkloadsGenerate(t *testing.T) {
+	chdirRoot(t)
+	files, err := filepath.Glob("testdata/config/valid_*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range files {
+		f, err := Load(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range f.Workloads {
+			w := &f.Workloads[i]
+			g, err := NewGenerator(w)
+			if err != nil {
+				t.Errorf("%s %s: NewGenerator: %v", file, w.Name, err)
+				continue
+			}
+			if w.Arrival.Process != ArrivalClosed && len(g.Arrivals()) == 0 {
+				t.Errorf("%s %s: open loop with no arrivals", file, w.Name)
+			}
+			if it := g.Request(0); it.PromptTokens < 1 || it.OutputTokens < 1 {
+				t.Errorf("%s %s: request 0 has lengths %d/%d", file, w.Name, it.PromptTokens, it.OutputTokens)
+			}
+		}
+	}
+}
+
+// TestParseDocuments covers files that are not one YAML mapping.
+func TestParseDocuments(t *testing.T) {
+	tests := []struct {
+		name, src, want string
+	}{
+		// a second document would otherwise be ignored without a word
+		{"two documents", "version: 1\nmodel: {name: m}\nworkloads: [{name: w, requests: 1, arrival: {process: poisson, rate: 1}, prompt_tokens: 1, output_tokens: 1}]\n---\nversion: 2\n", "d.yaml:4:1: a workload file holds one YAML document; a second one starts here"},
+		// comments only is as empty as nothing
+		{"only comments", "# nothing here\n", `d.yaml:1:1: the file is empty; expected a mapping with "version", "target", "model", "workloads", "gate", "capacity"`},
+		// a list at the top level
+		{"a list", "- a\n- b\n", `d.yaml:1:1: invalid file: expected a mapping with "version", "target", "model", "workloads", "gate", "capacity"`},
+		// merge keys are not supported and are named as unknown keys
+		{"merge key", "base: &b {version: 1}\n<<: *b\n", `d.yaml:1:1: unknown key "base" at the top level`},
+		// an unclosed bracket points at the line that opens it
+		{"unclosed", "version: 1\nmodel: {name: m\nworkloads: []\n", "d.yaml:2:1: YAML syntax error: did not find expected ',' or '}'"},
+		// a tab in the indentation
+		{"tab", "version: 1\nmodel:\n\tname: m\n", "d.yaml:3:1: YAML syntax error: found character that cannot start any token"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("d.yaml", []byte(tt.src))
+			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+				t.Errorf("got\n%v\nwant a report starting with\n%s", err, tt.want)
+			}
+		})
 	}
 }

@@ -59,14 +59,16 @@ func metricUnit(name string) unit {
 	return unitNumber
 }
 
-// DriftFields are the environment fields that gate.drift may name (the flat keys of the
-// run record's environment).
+// DriftFields are the environment fields that gate.drift may name: the flat keys of the
+// run record's environment (engine and model identity from the engine adapter, the rest
+// from envinfo). Keep in step with envinfo's Key* constants.
 var DriftFields = []string{
 	"engine.name", "engine.version", "engine.image",
 	"model.id", "model.revision",
-	"gpu.name", "gpu.count", "gpu.memory", "gpu.driver", "gpu.cuda",
-	"host.os", "host.arch", "host.cpu", "runner.name",
-	"tool.version",
+	"gpu.name", "gpu.count", "gpu.memory_mib", "gpu.compute_cap", "gpu.driver", "gpu.cuda",
+	"host.os", "host.kernel", "host.cpu", "host.cores",
+	"runner.name", "runner.os",
+	"tool.version", "tool.commit",
 }
 
 // DefaultRules are the rules used when gate.rules is absent or empty.
@@ -81,8 +83,10 @@ func DefaultRules() []Rule {
 }
 
 // DefaultDrift is the drift policy of the fields a file does not name. What identifies the
-// measured thing (model, GPU) fails; what often moves underneath (driver, CUDA, engine
-// patch version) warns; the tool's own version is ignored.
+// measured thing (engine, model, GPU) fails; what often moves underneath (engine version
+// and image, driver, CUDA) warns; the tool's own version and commit are ignored. Fields
+// in neither list (host.*, runner.*, gpu.memory_mib, gpu.compute_cap) have no policy
+// here and are left to the gate.
 func DefaultDrift() []DriftPolicy {
 	return []DriftPolicy{
 		{"engine.name", "fail"},
@@ -93,7 +97,9 @@ func DefaultDrift() []DriftPolicy {
 		{"gpu.count", "fail"},
 		{"gpu.driver", "warn"},
 		{"gpu.cuda", "warn"},
+		{"engine.image", "warn"},
 		{"tool.version", "ignore"},
+		{"tool.commit", "ignore"},
 	}
 }
 
@@ -126,6 +132,14 @@ func (d *decoder) node(path string) *yaml.Node {
 			path = path[:i]
 		}
 	}
+}
+
+// keyNode is the key of path where the file has one, else the node of path.
+func (d *decoder) keyNode(path string) *yaml.Node {
+	if k, ok := d.keys[path]; ok {
+		return k
+	}
+	return d.node(path)
 }
 
 // ok reports whether path holds a value that decoded cleanly, so that it can be checked.
@@ -173,7 +187,7 @@ func (d *decoder) require(parent, key, hint string) bool {
 // notFor reports keys that the file gives but that do not apply in the chosen mode.
 func (d *decoder) notFor(parent, key, kind, value, applies string) {
 	if p := join(parent, key); d.has(p) {
-		d.errorf(d.node(p), "%q does not apply to %s %q in %q; it applies to %s", key, kind, value, disp(parent), applies)
+		d.errorf(d.keyNode(p), "%q does not apply to %s %q in %q; it applies to %s", key, kind, value, disp(parent), applies)
 		d.bad[p] = true
 	}
 }
@@ -267,7 +281,7 @@ func (d *decoder) validateWorkload(p string, w *Workload) {
 	rp, dp := join(p, "requests"), join(p, "duration")
 	switch {
 	case d.has(rp) && d.has(dp):
-		d.errorf(d.node(dp), "\"requests\" and \"duration\" are exclusive in %q; give one", disp(p))
+		d.errorf(d.keyNode(dp), "\"requests\" and \"duration\" are exclusive in %q; give one", disp(p))
 	case !d.has(rp) && !d.has(dp):
 		d.errorf(d.nodes[p], "missing \"requests\" or \"duration\" %s; give one", where(p))
 	}
@@ -276,6 +290,11 @@ func (d *decoder) validateWorkload(p string, w *Workload) {
 	d.check(join(p, "warmup.requests"), w.Warmup.Requests >= 0, "must not be negative")
 	if d.require(p, "arrival", "") {
 		d.validateArrival(join(p, "arrival"), &w.Arrival)
+	}
+	// A trace replays its offsets once: more requests than offsets would end the run
+	// early with fewer requests than the file promises.
+	if w.Arrival.Process == ArrivalTrace && d.ok(join(p, "arrival.trace")) {
+		d.check(rp, w.Requests <= len(w.Arrival.Offsets), "the trace %s holds %d offsets", w.Arrival.Trace, len(w.Arrival.Offsets))
 	}
 	// Lengths are needed for the workload unless every class brings its own.
 	for _, k := range []string{"prompt_tokens", "output_tokens"} {
@@ -357,7 +376,7 @@ func (d *decoder) validateArrival(p string, a *Arrival) {
 		rp, pp := join(p, "rate"), join(p, "profile")
 		switch {
 		case d.has(rp) && d.has(pp):
-			d.errorf(d.node(pp), "\"rate\" and \"profile\" are exclusive in %q; the profile sets the rate", disp(p))
+			d.errorf(d.keyNode(pp), "\"rate\" and \"profile\" are exclusive in %q; the profile sets the rate", disp(p))
 		case !d.has(rp) && !d.has(pp):
 			d.errorf(d.nodes[p], "missing \"rate\" or \"profile\" in %q for process %q", disp(p), a.Process)
 		}
@@ -394,7 +413,7 @@ func (d *decoder) validateProfile(p string, r *RateProfile) {
 		d.errorf(d.nodes[p], "%q needs one of %s", disp(p), quoteList(kinds))
 		return
 	case len(given) > 1:
-		d.errorf(d.node(join(p, given[1])), "%q takes one of %s, not several", disp(p), quoteList(kinds))
+		d.errorf(d.keyNode(join(p, given[1])), "%q takes one of %s, not several", disp(p), quoteList(kinds))
 		return
 	}
 	switch r.Kind {
@@ -488,7 +507,7 @@ func (d *decoder) validateLength(p string) {
 		vp, fp := join(p, "values"), join(p, "file")
 		switch {
 		case d.has(vp) && d.has(fp):
-			d.errorf(d.node(fp), "\"values\" and \"file\" are exclusive in %q; give one", disp(p))
+			d.errorf(d.keyNode(fp), "\"values\" and \"file\" are exclusive in %q; give one", disp(p))
 		case !d.has(vp) && !d.has(fp):
 			d.errorf(n, "missing \"values\" or \"file\" in %q for dist %q", disp(p), DistEmpirical)
 		}
@@ -541,7 +560,7 @@ func (d *decoder) validateGate(g *GateConfig) {
 			d.errorf(d.nodes[p], "rule %q needs a \"direction\" (with a \"tolerance\") or an absolute \"max\" or \"min\"", r.Metric)
 		}
 		if d.has(join(p, "tolerance")) && !d.has(join(p, "direction")) {
-			d.errorf(d.node(join(p, "tolerance")), "\"tolerance\" in rule %q needs a \"direction\" (%s)", r.Metric, quoteList(validDirections))
+			d.errorf(d.keyNode(join(p, "tolerance")), "\"tolerance\" in rule %q needs a \"direction\" (%s)", r.Metric, quoteList(validDirections))
 		}
 		d.checkFrac(join(p, "tolerance"), r.Tolerance >= 0 && r.Tolerance <= 1, "must be between 0%% and 100%%")
 		for _, lim := range []struct {

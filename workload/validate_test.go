@@ -1,0 +1,98 @@
+package workload
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestValidateRules covers validation rules one at a time. Each snippet replaces the
+// workload (or adds a section) of a file that is otherwise valid; want is the whole
+// report, or "" when the file must load.
+func TestValidateRules(t *testing.T) {
+	const head = "version: 1\nmodel: {name: m}\n"
+	const arrival = "    arrival: {process: poisson, rate: 1}\n"
+	const lengths = "    prompt_tokens: 8\n    output_tokens: 8\n"
+	// wl is a file whose workload starts at line 3 and whose lines from 6 on are given.
+	wl := func(lines string) string {
+		return head + "workloads:\n  - name: w\n    requests: 10\n" + lines
+	}
+	tests := []struct {
+		name, src, want string
+	}{
+		{"an empty url is allowed: --target sets it",
+			wl(arrival+lengths) + "target: {url: \"\", api_key_env: \"\"}\n", ""},
+		{"tokens and groups belong to shared prefixes",
+			wl(arrival + lengths + "    prefix_cache: {mode: cold, tokens: 64}\n"),
+			`v.yaml:9:32: "tokens" does not apply to mode "cold" in "prefix_cache"; it applies to "shared"`},
+		{"the mapping form of prefix_cache needs a mode",
+			wl(arrival + lengths + "    prefix_cache: {tokens: 64}\n"),
+			`v.yaml:9:19: missing required key "mode" in "prefix_cache"; expected one of "cold", "shared"`},
+		{"classes that bring their own lengths need none from the workload",
+			wl(arrival + "    classes:\n      - {name: a, weight: 1, prompt_tokens: 8, output_tokens: 8}\n"), ""},
+		{"a class without lengths needs the workload's",
+			wl(arrival + "    prompt_tokens: 8\n    classes:\n      - {name: a, weight: 1}\n"),
+			`v.yaml:9:9: missing required key "output_tokens" in "classes[0]"; the workload sets none to inherit`},
+		{"duplicate class names",
+			wl(arrival + lengths + "    classes: [{name: a, weight: 1}, {name: a, weight: 2}]\n"),
+			`v.yaml:9:44: duplicate class name "a"; first used at line 9`},
+		{"a class needs a weight",
+			wl(arrival + lengths + "    classes: [{name: a}]\n"),
+			`v.yaml:9:15: missing required key "weight" in "classes[0]"; give a relative weight such as 1`},
+		{"the last step may omit its duration",
+			wl("    arrival: {process: poisson, profile: {steps: [{rate: 1, duration: 1s}, {rate: 2}]}}\n" + lengths), ""},
+		{"burstiness is gamma's",
+			wl("    arrival: {process: poisson, rate: 1, burstiness: 2}\n" + lengths),
+			`v.yaml:6:42: "burstiness" does not apply to process "poisson" in "arrival"; it applies to "gamma"`},
+		{"a profile with nothing in it",
+			wl("    arrival: {process: poisson, profile: {}}\n" + lengths),
+			`v.yaml:6:42: "arrival.profile" needs one of "steps", "ramp", "diurnal"`},
+		{"a ramp from 0 to 0 sends nothing",
+			wl("    arrival: {process: poisson, profile: {ramp: {from: 0, to: 0, over: 1m}}}\n" + lengths),
+			`v.yaml:6:63: invalid arrival.profile.ramp.to "0": a ramp from 0 to 0 sends nothing`},
+		{"lognormal min above p50",
+			wl(arrival + "    prompt_tokens: {dist: lognormal, p50: 10, p95: 20, max: 30, min: 11}\n    output_tokens: 8\n"),
+			`v.yaml:7:70: invalid prompt_tokens.min "11": must be at most p50 (10)`},
+		{"uniform lengths start at 1",
+			wl(arrival + "    prompt_tokens: {dist: uniform, min: 0, max: 5}\n    output_tokens: 8\n"),
+			`v.yaml:7:41: invalid prompt_tokens.min "0": token counts must be at least 1`},
+		{"an empirical list may not be empty",
+			wl(arrival + "    prompt_tokens: {dist: empirical, values: []}\n    output_tokens: 8\n"),
+			`v.yaml:7:46: invalid prompt_tokens.values (a list): at least one value is needed`},
+		{"exactly one of requests and duration",
+			wl(arrival + lengths + "    duration: 1m\n"),
+			`v.yaml:9:5: "requests" and "duration" are exclusive in "workloads[0]"; give one`},
+		{"a rule's min above its max",
+			wl(arrival+lengths) + "gate: {rules: {goodput: {min: 5, max: 1}}}\n",
+			`v.yaml:9:31: invalid gate.rules.goodput.min "5": must not be above max`},
+		{"a tolerance over 100% is a typo",
+			wl(arrival+lengths) + "gate: {rules: {goodput: {direction: higher, tolerance: 150%}}}\n",
+			`v.yaml:9:56: invalid gate.rules.goodput.tolerance "150%": must be between 0% and 100%`},
+		{"a duplicate rule",
+			wl(arrival+lengths) + "gate:\n  rules:\n    goodput: {direction: higher}\n    goodput: {direction: lower}\n",
+			`v.yaml:12:5: duplicate rule for "goodput" in "gate.rules"`},
+		{"workload names become file names",
+			head + "workloads:\n  - name: Chat/Steady\n    requests: 1\n" + arrival + lengths,
+			`v.yaml:4:11: invalid name "Chat/Steady": workload names become file names: lower-case letters, digits, '.', '_' and '-', starting with a letter or digit, at most 64 characters`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("v.yaml", []byte(tt.src))
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tt.want {
+				t.Errorf("report\n got: %s\nwant: %s\nfile:\n%s", got, tt.want, numbered(tt.src))
+			}
+		})
+	}
+}
+
+func numbered(src string) string {
+	var b strings.Builder
+	for i, l := range strings.Split(strings.TrimSuffix(src, "\n"), "\n") {
+		fmt.Fprintf(&b, "%3d| %s\n", i+1, l)
+	}
+	return b.String()
+}
