@@ -326,7 +326,14 @@ func finishReason(b []byte) string {
 	case "content_filter":
 		return "content_filter"
 	}
-	return stripDetail(string(b[:min(len(b), 64)]), 64)
+	s := string(b)
+	if bytes.IndexByte(b, '\\') >= 0 {
+		var u string
+		if json.Unmarshal(append(append([]byte{'"'}, b...), '"'), &u) == nil {
+			s = u
+		}
+	}
+	return stripDetail(s, 64)
 }
 
 // streamErrorMessage decodes an in-stream error value: an object with a message

@@ -54,7 +54,7 @@ func parseChunk(p []byte, c *chunkInfo) error {
 	if !s.eat('}') {
 		for {
 			s.ws()
-			key, ok := s.str()
+			key, ok := s.key()
 			if !ok {
 				return errSyntax
 			}
@@ -126,8 +126,9 @@ func parseChunk(p []byte, c *chunkInfo) error {
 // scanner walks JSON bytes. Its methods report false on malformed input and never
 // allocate.
 type scanner struct {
-	b []byte
-	i int
+	b    []byte
+	i    int
+	kbuf [32]byte // an unescaped key; longer ones match none of ours
 }
 
 func (s *scanner) ws() {
@@ -197,6 +198,67 @@ func (s *scanner) str() ([]byte, bool) {
 			return s.b[start:q], true
 		}
 	}
+}
+
+// key consumes a member name. Names are compared raw unless they hold an escape, which
+// no server writes but JSON allows ("te\u0078t" is "text").
+func (s *scanner) key() ([]byte, bool) {
+	k, ok := s.str()
+	if !ok || bytes.IndexByte(k, '\\') < 0 {
+		return k, ok
+	}
+	n := 0
+	for i := 0; i < len(k); i++ {
+		if n == len(s.kbuf) {
+			return nil, true
+		}
+		c := k[i]
+		if c == '\\' {
+			i++
+			if i >= len(k) {
+				return nil, false
+			}
+			switch k[i] {
+			case 'u':
+				if i+4 >= len(k) {
+					return nil, false
+				}
+				r := 0
+				for _, h := range k[i+1 : i+5] {
+					switch {
+					case h >= '0' && h <= '9':
+						r = r<<4 | int(h-'0')
+					case h >= 'a' && h <= 'f':
+						r = r<<4 | int(h-'a'+10)
+					case h >= 'A' && h <= 'F':
+						r = r<<4 | int(h-'A'+10)
+					default:
+						return nil, false
+					}
+				}
+				i += 4
+				if r >= 0x80 {
+					return nil, true // not ASCII: none of our names
+				}
+				c = byte(r)
+			case 'n':
+				c = '\n'
+			case 't':
+				c = '\t'
+			case 'r':
+				c = '\r'
+			case 'b':
+				c = '\b'
+			case 'f':
+				c = '\f'
+			default: // '"', '\\', '/'
+				c = k[i]
+			}
+		}
+		s.kbuf[n] = c
+		n++
+	}
+	return s.kbuf[:n], true
 }
 
 // skip consumes one value of any kind.
@@ -282,7 +344,7 @@ func (s *scanner) choice(c *chunkInfo) bool {
 	if !s.eat('}') {
 		for {
 			s.ws()
-			key, ok := s.str()
+			key, ok := s.key()
 			if !ok {
 				return false
 			}
@@ -357,7 +419,7 @@ func (s *scanner) delta(d *deltaText) bool {
 	}
 	for {
 		s.ws()
-		key, ok := s.str()
+		key, ok := s.key()
 		if !ok {
 			return false
 		}
@@ -410,7 +472,7 @@ func (s *scanner) usage(c *chunkInfo) bool {
 	}
 	for {
 		s.ws()
-		key, ok := s.str()
+		key, ok := s.key()
 		if !ok {
 			return false
 		}
@@ -441,6 +503,9 @@ func (s *scanner) usage(c *chunkInfo) bool {
 	}
 }
 
+// maxCount caps a token count so that a hostile number cannot overflow a sum.
+const maxCount = 1 << 40
+
 // count reads a token count: a plain integer on every server seen, a number with a
 // fraction or exponent through strconv (truncated), anything else (null, a string) as 0.
 // Negative counts are 0.
@@ -456,6 +521,7 @@ func (s *scanner) count() (int, bool) {
 		}
 		s.i++
 	}
+	n = min(n, maxCount)
 	if s.i > start {
 		switch s.peek() {
 		case '.', 'e', 'E':
@@ -474,10 +540,7 @@ func (s *scanner) count() (int, bool) {
 	if f < 0 || f != f {
 		return 0, true
 	}
-	if f > 1<<40 {
-		f = 1 << 40
-	}
-	return int(f), true
+	return int(min(f, maxCount)), true
 }
 
 // lineReader splits a body into lines with a buffer that grows only up to the line
@@ -509,7 +572,7 @@ func (lr *lineReader) reset(r io.Reader, maxLine int, maxBody int64, epoch time.
 
 // next returns the next line without its terminator ("\n" or "\r\n"), valid until the
 // following call, and the time its last byte arrived. A final line without a newline
-// is returned before the read error (io.EOF included).
+// is returned before io.EOF.
 func (lr *lineReader) next() ([]byte, time.Duration, error) {
 	for {
 		if i := bytes.IndexByte(lr.buf[lr.scan:lr.end], '\n'); i >= 0 {
@@ -529,7 +592,9 @@ func (lr *lineReader) next() ([]byte, time.Duration, error) {
 			return nil, lr.at, errTooLarge
 		}
 		if lr.err != nil {
-			if lr.start < lr.end {
+			// A last line without a newline counts only at a clean end; after a
+			// broken connection it is a fragment.
+			if lr.err == io.EOF && lr.start < lr.end {
 				line := lr.buf[lr.start:lr.end]
 				lr.start, lr.scan = lr.end, lr.end
 				if n := len(line); line[n-1] == '\r' {
@@ -559,11 +624,13 @@ func (lr *lineReader) next() ([]byte, time.Duration, error) {
 		n, err := lr.r.Read(lr.buf[lr.end:])
 		if n > 0 {
 			lr.at = time.Since(lr.epoch)
-			lr.end += n
 			lr.total += int64(n)
-			if lr.total > lr.maxBody {
-				return nil, lr.at, errTooLarge
+			if over := lr.total - lr.maxBody; over > 0 {
+				// Keep the lines within the cap, then stop reading.
+				n -= int(over)
+				err = errTooLarge
 			}
+			lr.end += n
 		}
 		if err != nil {
 			lr.err = err

@@ -9,9 +9,10 @@ import (
 	"time"
 )
 
-// CorpusVersion names the prompt corpus and the way prompts are cut from it. It is part
-// of the workload hash: the same spec with another corpus sends other bytes. Bump it with
-// any change to workload/corpus or to prompt synthesis that changes a prompt.
+// CorpusVersion names the prompt corpus and the generator that turns a spec into bytes
+// (prompt cutting, length and arrival sampling). It is part of the workload hash: the same
+// spec with another corpus or generator sends other bytes. Bump it with any change that
+// alters what the generator produces; TestGeneratorGolden fails on such a change.
 const CorpusVersion = "corpus-1"
 
 // hashSchema names the canonical form below; bump it when the form itself changes.
