@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/slogate/slogate/envinfo"
 )
 
 // Exit codes (DESIGN §5), documented in the README.
@@ -40,10 +42,18 @@ type app struct {
 	getenv         func(string) string
 	now            func() time.Time
 	isTTY          bool
+	// envOptions returns how to read the GPU and host environment (tests fake nvidia-smi).
+	envOptions func() envinfo.Options
 }
 
 func newApp(stdout, stderr io.Writer) *app {
 	a := &app{stdout: stdout, stderr: stderr, getenv: os.Getenv, now: time.Now}
+	a.envOptions = func() envinfo.Options {
+		o := envinfo.DefaultOptions()
+		o.Getenv = a.getenv
+		o.ToolVersion, o.ToolCommit = ToolVersion()
+		return o
+	}
 	if f, ok := stderr.(*os.File); ok {
 		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
 			a.isTTY = true
@@ -59,11 +69,13 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"run":      {"run the workloads of a config against an engine and write run records", (*app).cmdRun},
-		"gate":     {"compare run records with the committed baselines and give a verdict", (*app).cmdGate},
-		"baseline": {"baseline update: write run records as the new baselines", (*app).cmdBaseline},
-		"audit":    {"show each baseline's versions, age and drift from the current environment", (*app).cmdAudit},
-		"version":  {"print the version", func(a *app, _ context.Context, args []string) int { return a.cmdVersion(args) }},
+		"run": {"run the workloads of a config against an engine and write run records", (*app).cmdRun},
+		//gate: 		"gate":     {"compare run records with the committed baselines and give a verdict", (*app).cmdGate},
+		//gate: 		"baseline": {"baseline update: write run records as the new baselines", (*app).cmdBaseline},
+		//gate: 		"audit":    {"show each baseline's versions, age and drift from the current environment", (*app).cmdAudit},
+		"sim":     {"serve the simulated engine (vLLM's API) for tests and demos", (*app).cmdSim},
+		"demo":    {"run the whole pipeline on the built-in simulated engine (no GPU, no server)", (*app).cmdDemo},
+		"version": {"print the version", func(a *app, _ context.Context, args []string) int { return a.cmdVersion(args) }},
 	}
 }
 

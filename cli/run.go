@@ -2,14 +2,14 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/slogate/slogate/engine"
+	"github.com/slogate/slogate/envinfo"
 	"github.com/slogate/slogate/loadgen"
 	"github.com/slogate/slogate/report"
 	"github.com/slogate/slogate/result"
@@ -45,6 +45,7 @@ func (a *app) cmdRun(ctx context.Context, args []string) int {
 }
 
 type runParams struct {
+	quiet  bool // no summary table (the caller prints its own)
 	config string
 	names  stringList
 	target string
@@ -103,40 +104,25 @@ func (a *app) runWorkloads(ctx context.Context, f *workload.File, p runParams) (
 		a.errorf("%v", err)
 		return nil, ExitBadInput
 	}
-	url := p.target
-	if url == "" {
-		url = f.Target.URL
+	t, code := a.prepareTarget(ctx, f, p.target)
+	if t == nil {
+		return nil, code
 	}
-	if url == "" {
-		a.errorf("%s: no engine URL: set target.url or pass --target", f.Path)
-		return nil, ExitBadInput
-	}
-	apiKey := ""
-	if f.Target.APIKeyEnv != "" {
-		apiKey = a.getenv(f.Target.APIKeyEnv)
-		if apiKey == "" {
-			a.errorf("%s: target.api_key_env names %q, which is not set in the environment", f.Path, f.Target.APIKeyEnv)
-			return nil, ExitBadInput
-		}
-	}
-	if err := preflight(ctx, url, apiKey); err != nil {
-		a.errorf("engine unreachable at %s: %v", url, err)
-		return nil, ExitFailure
-	}
-
 	var recs []*result.Record
-	code := ExitOK
+	code = ExitOK
 	for _, w := range selected {
 		repeats := max(w.Repeats, 1)
 		for trial := 1; trial <= repeats; trial++ {
-			rec := a.runOne(ctx, f, w, url, apiKey, trial, repeats)
+			rec := a.runOne(ctx, f, w, t, trial, repeats)
 			path := recordPath(p.outDir, w.Name, trial, repeats)
 			if err := result.Write(path, rec); err != nil {
 				a.errorf("writing %s: %v", path, err)
 				return recs, ExitFailure
 			}
 			recs = append(recs, rec)
-			report.RunTable(a.stdout, rec, path)
+			if !p.quiet {
+				report.RunTable(a.stdout, rec, path)
+			}
 			switch {
 			case rec.Incomplete:
 				a.errorf("%s: run incomplete (%s); what was measured is in %s", w.Name, rec.IncompleteReason, path)
@@ -152,6 +138,86 @@ func (a *app) runWorkloads(ctx context.Context, f *workload.File, p runParams) (
 		}
 	}
 	return recs, code
+}
+
+// target is the engine under test and the environment it runs in.
+type target struct {
+	url, apiKey string
+	id          *engine.Identity
+	env         *envinfo.Env
+	flat        map[string]string
+	hardware    string
+}
+
+// prepareTarget reaches the engine, reads its identity, checks the pinned model and
+// collects the environment. A nil target comes with the exit code.
+func (a *app) prepareTarget(ctx context.Context, f *workload.File, override string) (*target, int) {
+	t := &target{url: override}
+	if t.url == "" {
+		t.url = f.Target.URL
+	}
+	if t.url == "" {
+		a.errorf("%s: no engine URL: set target.url or pass --target", f.Path)
+		return nil, ExitBadInput
+	}
+	if f.Target.APIKeyEnv != "" {
+		t.apiKey = a.getenv(f.Target.APIKeyEnv)
+		if t.apiKey == "" {
+			a.errorf("%s: target.api_key_env names %q, which is not set in the environment", f.Path, f.Target.APIKeyEnv)
+			return nil, ExitBadInput
+		}
+	}
+	parallel, _ := strconv.Atoi(a.getenv("OLLAMA_NUM_PARALLEL"))
+	id, err := engine.Identify(ctx, engine.IdentifyOptions{BaseURL: t.url, APIKey: t.apiKey, Engine: f.Target.Engine, Model: f.Model.Name, Parallel: parallel})
+	if err != nil {
+		a.errorf("%v", err)
+		return nil, ExitFailure
+	}
+	t.id = id
+	if msg := modelMismatch(f, id); msg != "" {
+		if !f.Model.AllowMismatch {
+			a.errorf("%s (set model.allow_mismatch: true in %s to run anyway)", msg, f.Path)
+			return nil, ExitFailure
+		}
+		a.errorf("warning: %s (allowed by model.allow_mismatch)", msg)
+	}
+	opts := a.envOptions()
+	if opts.EngineImage == "" {
+		opts.EngineImage = f.Target.Image
+	}
+	env, err := envinfo.Collect(ctx, opts)
+	if err != nil {
+		a.errorf("reading the GPU environment: %v", err)
+		return nil, ExitFailure
+	}
+	t.env = env
+	t.flat = env.Flat()
+	t.flat["engine.name"] = id.Engine
+	t.flat["engine.version"] = id.Version
+	if id.ModelID != "" {
+		t.flat["model.id"] = id.ModelID
+	}
+	if id.ModelRevision != "" {
+		t.flat["model.revision"] = id.ModelRevision
+	}
+	t.hardware = envinfo.HardwareKey(env)
+	if id.Engine == engine.EngineSim {
+		// The simulator's speed is its profile's, whatever GPU the machine has.
+		t.hardware = "sim"
+	}
+	return t, ExitOK
+}
+
+// modelMismatch says how the served model differs from the pinned one, or "".
+func modelMismatch(f *workload.File, id *engine.Identity) string {
+	served := id.ModelID
+	if served != f.Model.Name && strings.TrimSuffix(served, ":latest") != f.Model.Name {
+		return fmt.Sprintf("the engine serves model %q, but model.name pins %q", served, f.Model.Name)
+	}
+	if f.Model.Revision != "" && id.ModelRevision != "" && f.Model.Revision != id.ModelRevision {
+		return fmt.Sprintf("the engine serves revision %q of %s, but model.revision pins %q", id.ModelRevision, served, f.Model.Revision)
+	}
+	return ""
 }
 
 func durationOr(d, def time.Duration) time.Duration {
@@ -175,23 +241,29 @@ func ignoreEOS(f *workload.File, w *workload.Workload, engineName string) bool {
 }
 
 // runOne runs one trial of one workload and returns its record, complete or not.
-func (a *app) runOne(ctx context.Context, f *workload.File, w *workload.Workload, url, apiKey string, trial, repeats int) *result.Record {
+func (a *app) runOne(ctx context.Context, f *workload.File, w *workload.Workload, t *target, trial, repeats int) *result.Record {
 	start := a.now()
 	epoch := time.Now()
-	client := engine.NewClient(engine.ClientOptions{BaseURL: url, APIKey: apiKey, Model: f.Model.Name, Epoch: epoch})
+	client := engine.NewClient(engine.ClientOptions{BaseURL: t.url, APIKey: t.apiKey, Model: t.id.ModelID, Epoch: epoch})
 	version, _ := ToolVersion()
 	rec := &result.Record{
 		Schema:       result.Schema,
 		Workload:     w.Name,
 		WorkloadHash: workload.Hash(f, w),
 		Config:       f.Path,
-		Target:       url,
+		Target:       t.url,
 		API:          f.Target.API,
-		Model:        f.Model.Name,
-		Mode:         "open",
-		Start:        start.UTC(),
-		ToolVersion:  version,
-		Requests:     []result.Request{},
+		Model:        t.id.ModelID,
+		Hardware:     t.hardware,
+		Environment:  t.flat,
+		Engine: &result.EngineInfo{
+			Name: t.id.Engine, Version: t.id.Version, ModelID: t.id.ModelID, ModelRevision: t.id.ModelRevision,
+			MaxContext: t.id.MaxContext, KVCapacityTokens: t.id.KVCapacityTokens, KVSource: t.id.KVSource, Notes: t.id.Notes,
+		},
+		Mode:        "open",
+		Start:       start.UTC(),
+		ToolVersion: version,
+		Requests:    []result.Request{},
 	}
 	if repeats > 1 {
 		rec.Trial = trial
@@ -211,7 +283,9 @@ func (a *app) runOne(ctx context.Context, f *workload.File, w *workload.Workload
 		rec.Incomplete, rec.IncompleteReason = true, "workload: "+err.Error()
 		return rec
 	}
-	if err := gen.Calibrate(ctx, client); err != nil {
+	if t.id.Engine != engine.EngineVLLM && t.id.Engine != engine.EngineLlamaCpp && t.id.Engine != engine.EngineSim {
+		rec.Notes = append(rec.Notes, fmt.Sprintf("prompt lengths use the estimate of %.1f characters per token: %s has no tokenize endpoint", workload.DefaultCharsPerToken, t.id.Engine))
+	} else if err := gen.Calibrate(ctx, client); err != nil {
 		rec.Notes = append(rec.Notes, "prompt lengths estimated, not calibrated: "+err.Error())
 	}
 	cal := gen.Calibration()
@@ -222,8 +296,8 @@ func (a *app) runOne(ctx context.Context, f *workload.File, w *workload.Workload
 		Source:    gen,
 		Epoch:     epoch,
 		API:       f.Target.API,
-		Model:     f.Model.Name,
-		IgnoreEOS: ignoreEOS(f, w, f.Target.Engine),
+		Model:     t.id.ModelID,
+		IgnoreEOS: ignoreEOS(f, w, t.id.Engine),
 		Timeout:   w.Timeout,
 		Warmup:    w.Warmup.Requests,
 		Closed:    closed,
@@ -234,6 +308,16 @@ func (a *app) runOne(ctx context.Context, f *workload.File, w *workload.Workload
 	if a.isTTY {
 		cfg.Progress = a.progressLine(w.Name)
 	}
+	var sampler *loadgen.EngineSampler
+	if !t.id.Metrics.Empty() && !f.Target.Metrics.Disabled {
+		url := f.Target.Metrics.URL
+		if url == "" {
+			url = strings.TrimSuffix(strings.TrimSuffix(strings.TrimRight(t.url, "/"), "/v1"), "/") + t.id.Metrics.Path
+		}
+		sc := &engine.Scraper{URL: url, Set: t.id.Metrics, APIKey: t.apiKey}
+		sampler = &loadgen.EngineSampler{Scrape: sc.Scrape, Every: f.Target.Metrics.Interval, Epoch: epoch}
+		cfg.Observe = sampler.Run
+	}
 	out, err := loadgen.Run(ctx, cfg)
 	if a.isTTY {
 		fmt.Fprint(a.stderr, "\r\033[K")
@@ -243,6 +327,11 @@ func (a *app) runOne(ctx context.Context, f *workload.File, w *workload.Workload
 		return rec
 	}
 	a.fillRecord(rec, w, out, closed)
+	if sampler != nil {
+		sampler.Apply(rec)
+	}
+	kvConcurrency(rec, f, t)
+	rec.Summary.LittleLaw = littleLaw(rec)
 	return rec
 }
 
@@ -296,27 +385,3 @@ func (a *app) progressLine(name string) func(loadgen.Progress) {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// preflight checks that something answers at url before anything is measured.
-func preflight(ctx context.Context, url, apiKey string) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	base := strings.TrimSuffix(strings.TrimSuffix(url, "/"), "/v1")
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/models", nil)
-	if err != nil {
-		return err
-	}
-	if apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+apiKey)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		var ue interface{ Unwrap() error }
-		if errors.As(err, &ue) {
-			return ue.Unwrap()
-		}
-		return err
-	}
-	resp.Body.Close()
-	return nil
-}

@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+
+	"github.com/slogate/slogate/sim"
+	"github.com/slogate/slogate/workload"
+)
+
+//go:embed demo.yaml
+var demoConfig []byte
+
+const demoUsage = `slogate demo [--regress] [-o DIR]
+
+Runs the whole pipeline on the built-in simulated engine, no GPU and no server needed:
+serves the simulator (profile llama-8b-h100) on a free loopback port, runs the embedded
+chat workload (about 40 s), and writes the run record to DIR. With --regress the
+simulator runs 30% slower with a quarter less KV cache, to show a failing gate.`
+
+func (a *app) cmdDemo(ctx context.Context, args []string) int {
+	fs := a.flagSet("demo", demoUsage)
+	regress := fs.Bool("regress", false, "run the simulator slower and with less KV cache")
+	out := fs.String("o", "slogate-out", "output `dir`ectory")
+	if code, ok := a.parse(fs, args); !ok {
+		return code
+	}
+	f, err := workload.Parse("demo.yaml", demoConfig)
+	if err != nil {
+		a.errorf("embedded demo config: %v", err)
+		return ExitFailure
+	}
+	prof, _ := sim.LookupProfile("llama-8b-h100")
+	o := sim.Options{Profile: prof, Seed: 1}
+	if *regress {
+		o.Faults.Slowdown = 1.3
+		o.Faults.KVBlocks = prof.NumBlocks * 3 / 4
+		o.Version = sim.DefaultVersion + "+regress"
+	}
+	srv, err := sim.Start(ctx, o)
+	if err != nil {
+		a.errorf("starting the simulator: %v", err)
+		return ExitFailure
+	}
+	defer srv.Close()
+	fmt.Fprintf(a.stderr, "slogate demo: simulated engine (profile %s%s) at %s\n", prof.Name, map[bool]string{true: ", regressed", false: ""}[*regress], srv.URL)
+	_, code := a.runWorkloads(ctx, f, runParams{target: srv.URL, outDir: *out})
+	return code
+}

@@ -1,0 +1,107 @@
+package cli
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/slogate/slogate/capacity"
+	"github.com/slogate/slogate/result"
+	"github.com/slogate/slogate/workload"
+)
+
+// kvConcurrency fills summary.kv_concurrency: capacity from the engine where it reports
+// one, else derived from GPU memory and KV bytes per token; per-request tokens are the p95
+// of prompt + output tokens of this run's completed requests, in whole blocks.
+func kvConcurrency(rec *result.Record, f *workload.File, t *target) {
+	var sizes []float64
+	for _, r := range rec.Requests {
+		if r.OK() {
+			sizes = append(sizes, float64(r.PromptTokens+r.OutputTokens))
+		}
+	}
+	if len(sizes) == 0 {
+		return
+	}
+	sort.Float64s(sizes)
+	p95 := sizes[min(max(int(math.Ceil(0.95*float64(len(sizes))))-1, 0), len(sizes)-1)]
+
+	capTok, block, source := t.id.KVCapacityTokens, t.id.KVBlockSize, t.id.KVSource
+	if capTok == 0 {
+		var err error
+		capTok, source, err = derivedKVCapacity(f, t)
+		if err != nil {
+			rec.Notes = append(rec.Notes, "KV-limited concurrency not computed: "+err.Error())
+			return
+		}
+		block = f.Model.BlockSize
+	}
+	if block <= 0 {
+		block = 16
+	}
+	k := capacity.KVLimitedConcurrency(capTok, p95, block, source)
+	rec.Summary.KVConcurrency = &k
+}
+
+// derivedKVCapacity is (GPU memory × utilization − weights) / KV bytes per token.
+func derivedKVCapacity(f *workload.File, t *target) (int64, string, error) {
+	kvb := f.Model.KVBytesPerToken
+	how := "model.kv_bytes_per_token"
+	if kvb == 0 && f.Model.Architecture != nil {
+		a := f.Model.Architecture
+		var err error
+		kvb, err = capacity.KVBytesPerToken(capacity.Arch{Layers: a.Layers, KVHeads: a.KVHeads, HeadDim: a.HeadDim, DTypeBytes: a.DTypeBytes, TensorParallel: a.TensorParallel, MLA: a.MLA})
+		if err != nil {
+			return 0, "", err
+		}
+		how = "model.architecture"
+	}
+	if kvb == 0 {
+		return 0, "", fmt.Errorf("the engine (%s) reports no KV capacity; set model.kv_bytes_per_token or model.architecture, and model.weights_bytes", t.id.Engine)
+	}
+	if t.env == nil || !t.env.GPU.Present || len(t.env.GPU.Devices) == 0 {
+		return 0, "", fmt.Errorf("the engine reports no KV capacity and there is no GPU to derive it from")
+	}
+	mem := t.env.GPU.Devices[0].MemoryMiB << 20
+	util := f.Model.GPUMemoryUtilization
+	c, err := capacity.KVCapacityFromMemory(mem, util, f.Model.WeightsBytes, kvb)
+	if err != nil {
+		return 0, "", err
+	}
+	return c, fmt.Sprintf("derived: (%d MiB × %g − %d B weights) / %d B per token (%s)", t.env.GPU.Devices[0].MemoryMiB, util, f.Model.WeightsBytes, kvb, how), nil
+}
+
+// littleLaw checks mean in flight (the client's sampled counter while arrivals lasted)
+// against the arrival rate × mean time in the system. Errors count: they were in flight.
+func littleLaw(rec *result.Record) *result.LittleLaw {
+	n := len(rec.Requests)
+	if n < 2 {
+		return nil
+	}
+	first, last := rec.Requests[0].SchedUS, rec.Requests[0].SchedUS
+	var sumW float64
+	for _, r := range rec.Requests {
+		first, last = min(first, r.SchedUS), max(last, r.SchedUS)
+		sumW += float64(r.EndUS - r.SchedUS)
+	}
+	span := float64(last-first) / 1e6
+	if span <= 0 {
+		return nil
+	}
+	var sumL float64
+	var k int
+	for _, s := range rec.Series.InFlight {
+		if s.TUS >= first && s.TUS <= last {
+			sumL += s.V
+			k++
+		}
+	}
+	if k < 5 {
+		return nil // too few samples while arrivals lasted to measure a mean
+	}
+	l := capacity.CheckLittleLaw(float64(n-1)/span, sumW/float64(n)/1e6, sumL/float64(k))
+	if l.Flagged {
+		rec.Notes = append(rec.Notes, fmt.Sprintf("Little's law: %.1f requests in flight measured, %.1f predicted (%.0f%% off): requests were not all accounted for, or the run never reached a steady state", l.MeasuredInFlight, l.PredictedInFlight, 100*l.Deviation))
+	}
+	return &l
+}

@@ -1,0 +1,159 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/slogate/slogate/engine"
+	"github.com/slogate/slogate/result"
+)
+
+// Series names of the engine's gauges in a record.
+const (
+	SeriesQueueDepth  = "queue_depth"
+	SeriesRunning     = "running"
+	SeriesKVUsage     = "kv_usage"
+	SeriesPreemptions = "preemptions"
+)
+
+// EngineSampler scrapes the engine's metrics page at a fixed interval during the measured
+// window (hang Run on Config.Observe) and summarizes what it saw. Scrape failures are
+// counted, not fatal: a missed sample is a gap in the series, never a zero.
+type EngineSampler struct {
+	Scrape func(ctx context.Context) (engine.Snapshot, error)
+	Every  time.Duration // default 1s
+	Epoch  time.Time     // times of samples are offsets from it
+
+	mu                sync.Mutex
+	series            map[string][]result.Sample
+	first, last       engine.Snapshot
+	samples, failures int
+	lastErr           error
+}
+
+// Run samples until ctx ends: once at once, then every Every, and once more at the end
+// so that counters cover the whole window.
+func (s *EngineSampler) Run(ctx context.Context) {
+	every := s.Every
+	if every <= 0 {
+		every = time.Second
+	}
+	s.sample(ctx)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			// The window has closed; one last scrape with a short deadline of its own.
+			fctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			s.sample(fctx)
+			cancel()
+			return
+		case <-t.C:
+			s.sample(ctx)
+		}
+	}
+}
+
+func (s *EngineSampler) sample(ctx context.Context) {
+	snap, err := s.Scrape(ctx)
+	at := time.Since(s.Epoch).Microseconds()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		if ctx.Err() == nil {
+			s.failures++
+			s.lastErr = err
+		}
+		return
+	}
+	if s.series == nil {
+		s.series = map[string][]result.Sample{}
+	}
+	add := func(name string, v engine.Value) {
+		if v.OK {
+			s.series[name] = append(s.series[name], result.Sample{TUS: at, V: v.V})
+		}
+	}
+	add(SeriesQueueDepth, snap.QueueDepth)
+	add(SeriesRunning, snap.Running)
+	add(SeriesKVUsage, snap.KVUsage)
+	add(SeriesPreemptions, snap.Preemptions)
+	if s.samples == 0 {
+		s.first = snap
+	}
+	s.last = snap
+	s.samples++
+}
+
+// Apply writes the series and their summaries into rec, and notes what was missing.
+func (s *EngineSampler) Apply(rec *result.Record) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failures > 0 {
+		rec.Notes = append(rec.Notes, fmt.Sprintf("engine metrics: %d of %d scrapes failed (last: %v)", s.failures, s.samples+s.failures, s.lastErr))
+	}
+	if s.samples == 0 {
+		rec.Notes = append(rec.Notes, "engine metrics: no scrape succeeded; queue depth, KV usage and preemptions are not measured")
+		return
+	}
+	if rec.Series.Engine == nil {
+		rec.Series.Engine = map[string][]result.Sample{}
+	}
+	for k, v := range s.series {
+		rec.Series.Engine[k] = v
+	}
+	sum := &rec.Summary
+	sum.QueueDepth = gaugeOf(s.series[SeriesQueueDepth])
+	sum.Running = gaugeOf(s.series[SeriesRunning])
+	sum.KVUsage = gaugeOf(s.series[SeriesKVUsage])
+	if s.first.Preemptions.OK && s.last.Preemptions.OK {
+		d := max(s.last.Preemptions.V-s.first.Preemptions.V, 0)
+		sum.Preemptions = &d
+	}
+	switch {
+	case s.first.PrefixQueries.OK && s.last.PrefixQueries.OK && s.first.PrefixHits.OK && s.last.PrefixHits.OK:
+		if q := s.last.PrefixQueries.V - s.first.PrefixQueries.V; q > 0 {
+			r := (s.last.PrefixHits.V - s.first.PrefixHits.V) / q
+			sum.PrefixCacheHitRate = &r
+		}
+	case s.last.PrefixHitRate.OK:
+		r := s.last.PrefixHitRate.V
+		sum.PrefixCacheHitRate = &r
+	}
+	var missing []string
+	for _, n := range []struct {
+		name string
+		g    *result.Gauge
+	}{{"queue depth", sum.QueueDepth}, {"running requests", sum.Running}, {"KV usage", sum.KVUsage}} {
+		if n.g == nil {
+			missing = append(missing, n.name)
+		}
+	}
+	if sum.Preemptions == nil {
+		missing = append(missing, "preemptions")
+	}
+	if len(missing) > 0 {
+		rec.Notes = append(rec.Notes, fmt.Sprintf("engine metrics: the engine exports no %v", missing))
+	}
+}
+
+// gaugeOf summarizes samples (nearest-rank percentiles); nil when there are none.
+func gaugeOf(ss []result.Sample) *result.Gauge {
+	if len(ss) == 0 {
+		return nil
+	}
+	v := make([]float64, len(ss))
+	for i, s := range ss {
+		v[i] = s.V
+	}
+	sort.Float64s(v)
+	at := func(p float64) float64 {
+		k := int(p*float64(len(v))+0.999999) - 1
+		return v[min(max(k, 0), len(v)-1)]
+	}
+	return &result.Gauge{P50: at(0.50), P95: at(0.95), Max: v[len(v)-1]}
+}
