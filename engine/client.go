@@ -182,7 +182,12 @@ func (c *Client) Stream(ctx context.Context, req *Request, res *Result) {
 		// Read a little past the cap so that a key the server echoes near the cut is
 		// still whole when it is redacted.
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, int64(maxDetail+len(c.apiKey))))
-		c.fail(res, "http_"+strconv.Itoa(resp.StatusCode), string(b))
+		detail := string(b)
+		if loc := resp.Header.Get("Location"); loc != "" {
+			// Redirects are not followed; where it pointed is the useful part.
+			detail = "redirected to " + loc + " " + detail
+		}
+		c.fail(res, "http_"+strconv.Itoa(resp.StatusCode), detail)
 		return
 	}
 	c.readStream(ctx, resp.Body, resp.Header.Get("Content-Type"), res)

@@ -120,9 +120,9 @@ func TestIdentifyEngines(t *testing.T) {
 			routes: map[string]string{
 				"GET /v1/models":   `{"object":"list","data":[{"id":"stories260k:latest","object":"model","owned_by":"library"}]}`,
 				"GET /api/version": `{"version":"0.6.5"}`,
-				"POST /api/show":   `{"parameters":"num_ctx                        2048","model_info":{"general.architecture":"llama","llama.block_count":5,"llama.attention.head_count":8,"llama.attention.head_count_kv":4,"llama.embedding_length":64,"llama.context_length":512}}`,
+				"POST /api/show":   `{"parameters":"num_ctx                        2048","model_info":{"general.architecture":"llama","llama.block_count":5,"llama.attention.head_count":8,"llama.attention.head_count_kv":4,"llama.embedding_length":64,"llama.context_length":2048}}`,
 			},
-			want: idFacts{Engine: "ollama", Version: "0.6.5", ModelID: "stories260k:latest", MaxContext: 512, KVCapacityTokens: 2048 * 2, KVBlockSize: 1, KVBytesPerToken: 2 * 5 * 4 * 8 * 2},
+			want: idFacts{Engine: "ollama", Version: "0.6.5", ModelID: "stories260k:latest", MaxContext: 2048, KVCapacityTokens: 2048 * 2, KVBlockSize: 1, KVBytesPerToken: 2 * 5 * 4 * 8 * 2},
 		},
 		{
 			// A plain OpenAI-compatible server: nothing but the model list.

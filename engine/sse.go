@@ -132,7 +132,8 @@ type scanner struct {
 }
 
 func (s *scanner) ws() {
-	for s.i < len(s.b) {
+	// Servers write compact JSON: the common case is one comparison.
+	for s.i < len(s.b) && s.b[s.i] <= ' ' {
 		switch s.b[s.i] {
 		case ' ', '\t', '\n', '\r':
 			s.i++
@@ -183,6 +184,16 @@ func (s *scanner) str() ([]byte, bool) {
 		return nil, false
 	}
 	start := s.i
+	// Most strings in a chunk are short keys and tokens: a plain loop beats the call
+	// into IndexByte for them.
+	for i, end := start, min(start+16, len(s.b)); i < end; i++ {
+		if c := s.b[i]; c == '"' {
+			s.i = i + 1
+			return s.b[start:i], true
+		} else if c == '\\' {
+			break
+		}
+	}
 	for {
 		j := bytes.IndexByte(s.b[s.i:], '"')
 		if j < 0 {

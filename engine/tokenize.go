@@ -110,7 +110,7 @@ func (c *Client) tokenize(ctx context.Context, shape int32, text string) (n int,
 	switch {
 	case out.Count != nil:
 		return *out.Count, "", nil
-	case shape == shapeVLLM && len(out.Tokens) == 0 && text != "":
+	case shape == shapeVLLM && out.Tokens != nil && len(out.Tokens) == 0 && text != "":
 		// llama.cpp answers a request without "content" with 200 and no tokens:
 		// it did not read the prompt, so this shape is not the engine's.
 		return 0, "200 without tokens", fmt.Errorf("POST %s: no tokens for a non-empty prompt", c.tokenizeURL)
