@@ -73,8 +73,10 @@ func commands() map[string]command {
 		//gate: 		"gate":     {"compare run records with the committed baselines and give a verdict", (*app).cmdGate},
 		//gate: 		"baseline": {"baseline update: write run records as the new baselines", (*app).cmdBaseline},
 		//gate: 		"audit":    {"show each baseline's versions, age and drift from the current environment", (*app).cmdAudit},
-		"sim":     {"serve the simulated engine (vLLM's API) for tests and demos", (*app).cmdSim},
-		"demo":    {"run the whole pipeline on the built-in simulated engine (no GPU, no server)", (*app).cmdDemo},
+		"sim":  {"serve the simulated engine (vLLM's API) for tests and demos", (*app).cmdSim},
+		"demo": {"run the whole pipeline on the built-in simulated engine (no GPU, no server)", (*app).cmdDemo},
+		//gate: 		"sweep": {"find the highest arrival rate that meets the SLO (the capacity a latency SLO allows)", (*app).cmdSweep},
+		//gate: 		"capacity": {"print the capacity worksheet: GPUs and cost for a traffic profile", (*app).cmdCapacity},
 		"version": {"print the version", func(a *app, _ context.Context, args []string) int { return a.cmdVersion(args) }},
 	}
 }
