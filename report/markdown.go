@@ -1,0 +1,523 @@
+package report
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/slogate/slogate/capacity"
+	"github.com/slogate/slogate/gate"
+	"github.com/slogate/slogate/result"
+)
+
+// MaxCommentChars is GitHub's limit on a comment body.
+const MaxCommentChars = 65536
+
+// Comment is what the pull-request comment (and the job summary) shows.
+type Comment struct {
+	// Marker is the hidden line that finds the sticky comment again; it starts the body.
+	Marker string
+	Gate   *gate.Result
+	// Runs are the candidate's records by workload name, for the details (warm-up, Little's
+	// law, KV capacity and its source, errors, client health, notes).
+	Runs map[string][]*result.Record
+	// Fleet is the capacity section; nil when the config has no capacity section.
+	Fleet *FleetSection
+	// RunURL links to the workflow run (artifacts: the HTML report and the records).
+	RunURL    string
+	Generated time.Time
+	// Limit caps the body; 0 means MaxCommentChars.
+	Limit int
+}
+
+// FleetSection is the baseline-against-candidate fleet for the configured traffic.
+type FleetSection struct {
+	Workload             string
+	PeakRPS              float64
+	Baseline, Candidate  *capacity.Worksheet
+	Delta                capacity.Delta
+	BaselineErr, CandErr string
+}
+
+var verdictIcon = map[gate.Verdict]string{
+	gate.Pass: "✅", gate.Improved: "🚀", gate.Warn: "⚠️", gate.Fail: "❌", gate.Incomparable: "⛔", gate.Error: "💥",
+}
+
+func icon(v gate.Verdict) string {
+	if s, ok := verdictIcon[v]; ok {
+		return s
+	}
+	return "❔"
+}
+
+// Markdown renders the comment. Strings that came from the engine under test (versions,
+// model ids, error messages, notes) are escaped so that they cannot inject Markdown, HTML
+// or mentions. The body never exceeds the limit: the details are cut first, with a note.
+func Markdown(c Comment) string {
+	limit := c.Limit
+	if limit <= 0 {
+		limit = MaxCommentChars
+	}
+	head, details := c.mainPart(), c.detailsPart()
+	tail := c.footer()
+	body := head + details + tail
+	if len(body) <= limit {
+		return body
+	}
+	note := "\n> The details were cut to fit GitHub's comment limit; the HTML report and the run records have everything.\n\n"
+	room := limit - len(head) - len(tail) - len(note)
+	if room > 0 {
+		cut := details[:cutAt(details, room)]
+		// Close a <details> left open by the cut so the rest renders.
+		if strings.Count(cut, "<details>") > strings.Count(cut, "</details>") {
+			cut += "\n</details>\n"
+		}
+		if len(head)+len(cut)+len(note)+len(tail) <= limit {
+			return head + cut + note + tail
+		}
+	}
+	body = head + note + tail
+	if len(body) > limit {
+		body = body[:cutAt(body, limit-len(note)-20)] + note
+	}
+	return body
+}
+
+// cutAt returns the largest line boundary at or before n (never inside a line).
+func cutAt(s string, n int) int {
+	if n >= len(s) {
+		return len(s)
+	}
+	if n <= 0 {
+		return 0
+	}
+	if i := strings.LastIndexByte(s[:n], '\n'); i >= 0 {
+		return i + 1
+	}
+	return 0
+}
+
+func (c Comment) mainPart() string {
+	var b strings.Builder
+	if c.Marker != "" {
+		b.WriteString(c.Marker + "\n")
+	}
+	g := c.Gate
+	fmt.Fprintf(&b, "## %s slogate: %s\n\n", icon(g.Verdict), headline(g))
+	for _, w := range g.Warnings {
+		fmt.Fprintf(&b, "> ⚠️ %s\n", esc(w))
+	}
+	if len(g.Warnings) > 0 {
+		b.WriteString("\n")
+	}
+	for _, w := range g.Workloads {
+		c.workloadMain(&b, w)
+	}
+	if c.Fleet != nil {
+		fleetMarkdown(&b, c.Fleet)
+	}
+	return b.String()
+}
+
+func headline(g *gate.Result) string {
+	counts := map[gate.Verdict]int{}
+	for _, w := range g.Workloads {
+		counts[w.Verdict]++
+	}
+	n := len(g.Workloads)
+	switch g.Verdict {
+	case gate.Pass, gate.Improved:
+		return fmt.Sprintf("**%s** — %d of %d workloads within tolerance", g.Verdict, n-counts[gate.Warn], n)
+	case gate.Warn:
+		return fmt.Sprintf("**pass with warnings** — %d of %d workloads warn", counts[gate.Warn], n)
+	case gate.Fail:
+		return fmt.Sprintf("**fail** — %d of %d workloads regressed", counts[gate.Fail], n)
+	case gate.Incomparable:
+		return fmt.Sprintf("**incomparable** — %d of %d workloads cannot be compared with their baseline", counts[gate.Incomparable], n)
+	case gate.Error:
+		return fmt.Sprintf("**error** — %d of %d workloads could not be judged", counts[gate.Error], n)
+	}
+	return "**" + string(g.Verdict) + "**"
+}
+
+func (c Comment) workloadMain(b *strings.Builder, w gate.WorkloadResult) {
+	fmt.Fprintf(b, "### %s `%s` on `%s`: %s\n\n", icon(w.Verdict), esc(w.Name), esc(w.Hardware), w.Verdict)
+	if w.Reason != "" {
+		fmt.Fprintf(b, "> %s\n\n", esc(w.Reason))
+	}
+	if len(w.Metrics) > 0 {
+		b.WriteString("| metric | baseline | candidate | Δ | interval | tolerance | verdict |\n|---|--:|--:|--:|--:|--:|---|\n")
+		for _, m := range w.Metrics {
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s %s |\n", m.Metric, val(m.Baseline, m.Unit), val(m.Candidate, m.Unit),
+				delta(m.Ratio), interval(m), tolerance(m), icon(m.Verdict), m.Verdict)
+		}
+		b.WriteString("\n")
+	}
+	var warns []string
+	for _, m := range w.Metrics {
+		for _, x := range m.Warnings {
+			warns = append(warns, m.Metric+": "+x)
+		}
+	}
+	warns = append(warns, w.Warnings...)
+	for _, x := range warns {
+		fmt.Fprintf(b, "- ⚠️ %s\n", esc(x))
+	}
+	if len(warns) > 0 {
+		b.WriteString("\n")
+	}
+	// Drift is shown even when every metric passes.
+	var drifted []gate.DriftResult
+	for _, d := range w.Drift {
+		if d.Status == gate.DriftChanged && d.Policy != gate.PolicyIgnore {
+			drifted = append(drifted, d)
+		}
+	}
+	if len(drifted) > 0 {
+		b.WriteString("**Environment changes**\n\n| field | baseline | candidate | policy |\n|---|---|---|---|\n")
+		for _, d := range drifted {
+			mark := ""
+			if d.Drifted() {
+				mark = " **unexpected**"
+			}
+			fmt.Fprintf(b, "| %s%s | %s | %s | %s %s |\n", esc(d.Field), mark, code(d.Baseline), code(d.Candidate), icon(d.Verdict), d.Policy)
+		}
+		b.WriteString("\n")
+	}
+	if s := candidateSummary(w); s != nil {
+		fmt.Fprintf(b, "SLO attainment **%s** · goodput %s req/s · error rate %s%s\n\n",
+			pctStr(s.SLOAttainment), num(s.GoodputRPS), pctStr(s.ErrorRate), mdErrors(s.Errors))
+	}
+}
+
+func candidateSummary(w gate.WorkloadResult) *result.Summary {
+	if len(w.CandidateSummaries) == 0 {
+		return nil
+	}
+	return &w.CandidateSummaries[0]
+}
+
+func (c Comment) detailsPart() string {
+	var b strings.Builder
+	for _, w := range c.Gate.Workloads {
+		recs := c.Runs[w.Name]
+		if len(recs) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "<details><summary>Details of <code>%s</code></summary>\n\n", escHTML(w.Name))
+		for _, r := range recs {
+			recordDetails(&b, r, w)
+		}
+		if len(w.Drift) > 0 {
+			b.WriteString("**Environment**\n\n| field | baseline | candidate |\n|---|---|---|\n")
+			for _, d := range w.Drift {
+				fmt.Fprintf(&b, "| %s | %s | %s |\n", esc(d.Field), code(d.Baseline), code(d.Candidate))
+			}
+			b.WriteString("\n")
+		}
+		b.WriteString("</details>\n\n")
+	}
+	return b.String()
+}
+
+func recordDetails(b *strings.Builder, r *result.Record, w gate.WorkloadResult) {
+	s := &r.Summary
+	if r.Trial > 0 {
+		fmt.Fprintf(b, "**Trial %d**\n\n", r.Trial)
+	}
+	fmt.Fprintf(b, "%s loop, %d requests in %s s; engine %s %s, model %s\n\n", r.Mode, s.Requests, num(s.DurationS), code(envOr(r, "engine.name")), code(envOr(r, "engine.version")), code(r.Model))
+	b.WriteString("| ms | p50 | p90 | p95 | p99 | p99.9 | max | mean |\n|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, row := range []struct {
+		name string
+		p    result.Percentiles
+	}{{"TTFT", s.TTFTms}, {"TTFT from send", s.TTFTSendms}, {"TPOT", s.TPOTms}, {"ITL", s.ITLms}, {"E2E", s.E2Ems}} {
+		p := row.p
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", row.name, num(p.P50), num(p.P90), num(p.P95), num(p.P99), num(p.P999), num(p.Max), num(p.Mean))
+	}
+	b.WriteString("\n")
+	if mer := mermaidLatency(s, w); mer != "" {
+		b.WriteString(mer)
+	}
+	for _, c := range s.SLOChecks {
+		met := "✅ met"
+		if !c.Met {
+			met = "❌ missed"
+		}
+		fmt.Fprintf(b, "- SLO %s p%s ≤ %s ms: %s ms, %s\n", c.Metric, pct(c.Percentile), num(c.LimitMS), num(c.ValueMS), met)
+	}
+	fmt.Fprintf(b, "- Throughput %s req/s, %s output tokens/s; completed %d of %d%s\n", num(s.ThroughputRPS), num(s.OutputTokensPS), s.Completed, s.Requests, mdErrors(s.Errors))
+	health := "healthy"
+	if s.ClientSaturated {
+		health = "**saturated: the load generator could not keep the schedule**"
+	}
+	fmt.Fprintf(b, "- Client: %s; dispatch lag p50 %s ms, p99 %s ms, max %s ms; in flight mean %s, max %d\n", health, num(s.DispatchLagms.P50), num(s.DispatchLagms.P99), num(s.DispatchLagms.Max), num(s.InFlight.Mean), s.InFlight.Max)
+	if wu := r.Warmup; wu != nil {
+		fmt.Fprintf(b, "- Warm-up (excluded): %d requests, cold TTFT %s ms, TTFT p50 %s ms", wu.Requests, num(wu.ColdTTFTms), num(wu.TTFTms.P50))
+		if wu.EngineStartS > 0 {
+			fmt.Fprintf(b, ", engine start %s s", num(wu.EngineStartS))
+		}
+		b.WriteString("\n")
+	}
+	if l := s.LittleLaw; l != nil {
+		flag := "holds"
+		if l.Flagged {
+			flag = "**flagged**"
+		}
+		fmt.Fprintf(b, "- Little's law: %s req/s × %s s = %s predicted in flight, %s measured (%s off, %s)\n", num(l.ArrivalRPS), num(l.MeanE2ES), num(l.PredictedInFlight), num(l.MeasuredInFlight), pctStr(l.Deviation), flag)
+	}
+	if k := s.KVConcurrency; k != nil {
+		fmt.Fprintf(b, "- KV-limited concurrency %d = ⌊%d tokens / %d tokens per request⌋; capacity source: %s\n", k.Value, k.CapacityTokens, k.PerRequestTokens, esc(k.Source))
+	}
+	if s.QueueDepth != nil || s.KVUsage != nil {
+		fmt.Fprintf(b, "- Engine: queue depth %s, running %s, KV usage %s", gaugeStr(s.QueueDepth, false), gaugeStr(s.Running, false), gaugeStr(s.KVUsage, true))
+		if s.Preemptions != nil {
+			fmt.Fprintf(b, ", %s preemptions", num(*s.Preemptions))
+		}
+		b.WriteString("\n")
+	}
+	l := s.Lengths
+	fmt.Fprintf(b, "- Lengths p50/p95: prompt target %s/%s achieved %s/%s; output target %s/%s achieved %s/%s; %d ended early\n",
+		num(l.PromptTarget.P50), num(l.PromptTarget.P95), num(l.Prompt.P50), num(l.Prompt.P95), num(l.OutputTarget.P50), num(l.OutputTarget.P95), num(l.Output.P50), num(l.Output.P95), s.EarlyStops)
+	for _, n := range r.Notes {
+		fmt.Fprintf(b, "- Note: %s\n", esc(n))
+	}
+	b.WriteString("\n")
+}
+
+// mermaidLatency charts the candidate's latency percentiles against the baseline's, which
+// GitHub renders from a mermaid block.
+func mermaidLatency(s *result.Summary, w gate.WorkloadResult) string {
+	if len(w.BaselineSummaries) == 0 {
+		return ""
+	}
+	bs := w.BaselineSummaries[0].ITLms
+	cs := s.ITLms
+	if bs.Count == 0 || cs.Count == 0 {
+		return ""
+	}
+	top := max(bs.P99, cs.P99) * 1.1
+	f := func(p result.Percentiles) string {
+		return fmt.Sprintf("[%s, %s, %s, %s]", mnum(p.P50), mnum(p.P90), mnum(p.P95), mnum(p.P99))
+	}
+	return fmt.Sprintf("```mermaid\nxychart-beta\n  title \"ITL percentiles (ms): baseline bars, candidate line\"\n  x-axis [p50, p90, p95, p99]\n  y-axis \"ms\" 0 --> %s\n  bar %s\n  line %s\n```\n\n", mnum(top), f(bs), f(cs))
+}
+
+func mnum(v float64) string { return fmt.Sprintf("%.3g", v) }
+
+func (c Comment) footer() string {
+	var b strings.Builder
+	b.WriteString("---\n<sub>")
+	if c.Gate != nil {
+		fmt.Fprintf(&b, "Intervals: %g%% bootstrap over whole requests, %d resamples, seed %d.", 100*c.Gate.Confidence, c.Gate.Resamples, c.Gate.Seed)
+	}
+	if c.RunURL != "" {
+		fmt.Fprintf(&b, " HTML report and run records: [workflow run](%s).", c.RunURL)
+	}
+	if !c.Generated.IsZero() {
+		fmt.Fprintf(&b, " Generated %s by slogate.", c.Generated.UTC().Format(time.RFC3339))
+	}
+	b.WriteString("</sub>\n")
+	return b.String()
+}
+
+func fleetMarkdown(b *strings.Builder, f *FleetSection) {
+	fmt.Fprintf(b, "### Fleet for `%s` at %s req/s peak\n\n", esc(f.Workload), num(f.PeakRPS))
+	if f.BaselineErr != "" || f.CandErr != "" || f.Baseline == nil || f.Candidate == nil {
+		fmt.Fprintf(b, "> not computed: %s\n\n", esc(strings.TrimSpace(f.BaselineErr+" "+f.CandErr)))
+		return
+	}
+	bw, cw := f.Baseline, f.Candidate
+	b.WriteString("| | baseline | candidate |\n|---|--:|--:|\n")
+	fmt.Fprintf(b, "| GPU-seconds per request | %s | %s |\n", num(bw.GPUSecondsPerRequest), num(cw.GPUSecondsPerRequest))
+	fmt.Fprintf(b, "| GPUs by throughput / by KV memory | %d / %d | %d / %d |\n", bw.ThroughputGPUs, bw.MemoryGPUs, cw.ThroughputGPUs, cw.MemoryGPUs)
+	fmt.Fprintf(b, "| GPUs with headroom and redundancy (bound) | %d (%s) | %d (%s) |\n", bw.TotalGPUs, bw.Bound, cw.TotalGPUs, cw.Bound)
+	if bw.MonthlyUSD > 0 {
+		fmt.Fprintf(b, "| cost per month | $%.0f | $%.0f |\n", bw.MonthlyUSD, cw.MonthlyUSD)
+		fmt.Fprintf(b, "| cost per completed request | $%.6f | $%.6f |\n", bw.CostPerCompletedUSD, cw.CostPerCompletedUSD)
+	}
+	fmt.Fprintf(b, "\nFleet change: **%+d GPUs**", f.Delta.GPUs)
+	if f.Delta.MonthlyUSD != 0 || bw.MonthlyUSD > 0 {
+		fmt.Fprintf(b, ", **%+.0f $/month**", f.Delta.MonthlyUSD)
+	}
+	b.WriteString("\n\n")
+	seen := map[string]bool{}
+	for _, w := range append(append([]string{}, bw.Warnings...), cw.Warnings...) {
+		if !seen[w] {
+			seen[w] = true
+			fmt.Fprintf(b, "- ⚠️ %s\n", esc(w))
+		}
+	}
+	if len(seen) > 0 {
+		b.WriteString("\n")
+	}
+}
+
+func envOr(r *result.Record, k string) string {
+	if v, ok := r.Environment[k]; ok {
+		return v
+	}
+	return "unknown"
+}
+
+func val(v *float64, unit string) string {
+	if v == nil {
+		return "—"
+	}
+	switch unit {
+	case "fraction":
+		return pctStr(*v)
+	case "ms":
+		return num(*v) + " ms"
+	case "":
+		return num(*v)
+	}
+	return num(*v) + " " + unit
+}
+
+func delta(r *float64) string {
+	if r == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%+.1f%%", 100*(*r-1))
+}
+
+func interval(m gate.MetricResult) string {
+	if m.Lo == nil || m.Hi == nil || m.Method == gate.MethodExact || m.Method == gate.MethodAbsolute {
+		return "—"
+	}
+	return fmt.Sprintf("[%+.1f%%, %+.1f%%]", 100*(*m.Lo-1), 100*(*m.Hi-1))
+}
+
+func tolerance(m gate.MetricResult) string {
+	var parts []string
+	if m.Tolerance > 0 {
+		sign := "−"
+		if m.Direction == "lower" {
+			sign = "+"
+		}
+		parts = append(parts, fmt.Sprintf("%s%s%%", sign, strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", 100*m.Tolerance), "0"), ".")))
+	}
+	if m.Max != nil {
+		parts = append(parts, "≤ "+val(m.Max, m.Unit))
+	}
+	if m.Min != nil {
+		parts = append(parts, "≥ "+val(m.Min, m.Unit))
+	}
+	if len(parts) == 0 {
+		return "—"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func pctStr(f float64) string {
+	p := 100 * f
+	switch {
+	case p == 0:
+		return "0%"
+	case p < 1:
+		return fmt.Sprintf("%.2f%%", p)
+	default:
+		return fmt.Sprintf("%.1f%%", p)
+	}
+}
+
+func gaugeStr(g *result.Gauge, frac bool) string {
+	if g == nil {
+		return "n/a"
+	}
+	if frac {
+		return fmt.Sprintf("p50 %s / p95 %s / max %s", pctStr(g.P50), pctStr(g.P95), pctStr(g.Max))
+	}
+	return fmt.Sprintf("p50 %s / p95 %s / max %s", num(g.P50), num(g.P95), num(g.Max))
+}
+
+func mdErrors(errs map[string]int) string {
+	if len(errs) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(errs))
+	for k := range errs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", esc(k), errs[k])
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// code shows a value from the engine or environment as inline text that cannot break out:
+// it is escaped rather than put in backticks, which a value could close.
+func code(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return "<code>" + escHTML(s) + "</code>"
+}
+
+// esc makes untrusted text inert in GitHub Markdown: HTML is escaped, Markdown
+// punctuation is backslash-escaped, mentions and references cannot trigger, and line
+// breaks cannot start new blocks.
+func esc(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch r {
+		case '&':
+			b.WriteString("&amp;")
+		case '<':
+			b.WriteString("&lt;")
+		case '>':
+			b.WriteString("&gt;")
+		case '@':
+			b.WriteString("&#64;")
+		case '#':
+			b.WriteString("&#35;")
+		case '|':
+			b.WriteString("&#124;")
+		case '\\', '`', '*', '_', '[', ']', '(', ')', '!', '~', '{', '}', '+', '-', '=', '"', '\'':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case '\n', '\r', '\t':
+			b.WriteByte(' ')
+		default:
+			if r < 0x20 || r == 0x7f {
+				continue
+			}
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// escHTML escapes text for inside an HTML element (a <code>): mentions and pipes too.
+func escHTML(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch r {
+		case '&':
+			b.WriteString("&amp;")
+		case '<':
+			b.WriteString("&lt;")
+		case '>':
+			b.WriteString("&gt;")
+		case '@':
+			b.WriteString("&#64;")
+		case '|':
+			b.WriteString("&#124;")
+		case '`':
+			b.WriteString("&#96;")
+		case '#':
+			b.WriteString("&#35;")
+		case '\n', '\r', '\t':
+			b.WriteByte(' ')
+		default:
+			if r < 0x20 || r == 0x7f {
+				continue
+			}
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
