@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -142,7 +143,7 @@ func headline(g *gate.Result) string {
 }
 
 func (c Comment) workloadMain(b *strings.Builder, w gate.WorkloadResult) {
-	fmt.Fprintf(b, "### %s `%s` on `%s`: %s\n\n", icon(w.Verdict), esc(w.Name), esc(w.Hardware), w.Verdict)
+	fmt.Fprintf(b, "### %s %s on %s: %s\n\n", icon(w.Verdict), code(w.Name), code(w.Hardware), w.Verdict)
 	if w.Reason != "" {
 		fmt.Fprintf(b, "> %s\n\n", esc(w.Reason))
 	}
@@ -322,7 +323,7 @@ func (c Comment) footer() string {
 }
 
 func fleetMarkdown(b *strings.Builder, f *FleetSection) {
-	fmt.Fprintf(b, "### Fleet for `%s` at %s req/s peak\n\n", esc(f.Workload), num(f.PeakRPS))
+	fmt.Fprintf(b, "### Fleet for %s at %s req/s peak\n\n", code(f.Workload), num(f.PeakRPS))
 	if f.BaselineErr != "" || f.CandErr != "" || f.Baseline == nil || f.Candidate == nil {
 		fmt.Fprintf(b, "> not computed: %s\n\n", esc(strings.TrimSpace(f.BaselineErr+" "+f.CandErr)))
 		return
@@ -363,6 +364,12 @@ func envOr(r *result.Record, k string) string {
 func val(v *float64, unit string) string {
 	if v == nil {
 		return "—"
+	}
+	if *v == math.Trunc(*v) && math.Abs(*v) < 1e9 && unit != "fraction" {
+		if unit == "" {
+			return fmt.Sprintf("%.0f", *v)
+		}
+		return fmt.Sprintf("%.0f %s", *v, unit)
 	}
 	switch unit {
 	case "fraction":
@@ -488,7 +495,7 @@ func esc(s string) string {
 			b.WriteRune(r)
 		}
 	}
-	return b.String()
+	return noAutolink(b.String())
 }
 
 // escHTML escapes text for inside an HTML element (a <code>): mentions and pipes too.
@@ -510,6 +517,9 @@ func escHTML(s string) string {
 			b.WriteString("&#96;")
 		case '#':
 			b.WriteString("&#35;")
+		case '[', ']', '(', ')', '*', '_', '~', '\\', '!', '"', '\'':
+			// Markdown still applies inside inline HTML: entities keep it literal.
+			fmt.Fprintf(&b, "&#%d;", r)
 		case '\n', '\r', '\t':
 			b.WriteByte(' ')
 		default:
@@ -519,5 +529,11 @@ func escHTML(s string) string {
 			b.WriteRune(r)
 		}
 	}
-	return b.String()
+	return noAutolink(b.String())
+}
+
+// noAutolink stops GitHub from turning URLs in untrusted text into links.
+func noAutolink(s string) string {
+	s = strings.ReplaceAll(s, "://", ":\u200b//")
+	return strings.ReplaceAll(s, "www.", "www\u200b.")
 }
