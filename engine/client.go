@@ -190,7 +190,14 @@ func (c *Client) Stream(ctx context.Context, req *Request, res *Result) {
 		c.fail(res, "http_"+strconv.Itoa(resp.StatusCode), detail)
 		return
 	}
-	c.readStream(ctx, resp.Body, resp.Header.Get("Content-Type"), res)
+	if c.readStream(ctx, resp.Body, resp.Header.Get("Content-Type"), res) {
+		// Read on to the end of the body so that the transport can reuse the
+		// connection, but not for long: what follows [DONE] is not part of the
+		// response, and a server that holds the stream open must not hold the caller.
+		t := time.AfterFunc(drainWait, func() { resp.Body.Close() })
+		io.CopyN(io.Discard, resp.Body, maxDrain)
+		t.Stop()
+	}
 }
 
 // fail ends res with a reason.
@@ -214,13 +221,17 @@ func ctxReason(ctx context.Context, err error) string {
 	return ""
 }
 
-// maxDrain bounds what is read after [DONE] to let the connection be reused.
-const maxDrain = 4 << 10
+// What is read after [DONE] to let the connection be reused, and for how long.
+const (
+	maxDrain  = 4 << 10
+	drainWait = 100 * time.Millisecond
+)
 
 // readStream reads an SSE body into res. Each data line is one event: every
 // OpenAI-compatible server puts a chunk's JSON on one line, and handling lines as they
-// come keeps the timestamps tight.
-func (c *Client) readStream(ctx context.Context, body io.Reader, contentType string, res *Result) {
+// come keeps the timestamps tight. It reports whether the stream ended with [DONE]
+// before the body did, so that the rest of the body is worth draining.
+func (c *Client) readStream(ctx context.Context, body io.Reader, contentType string, res *Result) (drain bool) {
 	lr, _ := c.readers.Get().(*lineReader)
 	if lr == nil {
 		lr = new(lineReader)
@@ -267,13 +278,7 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, contentType str
 		dataLines++
 		if string(p) == "[DONE]" {
 			res.End = c.now()
-			// Read on to the end of the body, so that the transport can reuse the
-			// connection; what follows [DONE] is not part of the response.
-			for done := lr.total; lr.total-done <= maxDrain; {
-				if _, _, err := lr.next(); err != nil {
-					break
-				}
-			}
+			drain = lr.err == nil
 			break
 		}
 		if err := parseChunk(p, &ck); err != nil {
@@ -304,6 +309,7 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, contentType str
 	if !res.UsageReported {
 		res.OutputTokens = res.Chunks
 	}
+	return drain
 }
 
 // dataPayload returns the value of a "data:" line; comments (":"), "event:", "id:" and

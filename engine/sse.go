@@ -38,9 +38,10 @@ type chunkInfo struct {
 	errVal []byte
 }
 
-// parseChunk reads p (one data payload, a JSON object) into c. Where a key repeats,
-// the last one wins, as in encoding/json. Escaped key names are not unescaped: no
-// server spells "choices" with \u escapes.
+// parseChunk reads p (one data payload, a JSON object) into c, agreeing with
+// encoding/json on every valid input (FuzzParseChunk checks it): a repeated key
+// overrides, an escaped key is the same key, a member of an unexpected type reads as
+// absent. It rejects malformed JSON where it walks, but is lenient inside literals.
 func parseChunk(p []byte, c *chunkInfo) error {
 	*c = chunkInfo{}
 	s := scanner{b: p}
@@ -527,7 +528,7 @@ func (s *scanner) count() (int, bool) {
 	start := s.i
 	n := 0
 	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
-		if n < 1<<40 {
+		if n < maxCount {
 			n = n*10 + int(s.b[s.i]-'0')
 		}
 		s.i++
@@ -626,7 +627,10 @@ func (lr *lineReader) next() ([]byte, time.Duration, error) {
 			} else {
 				// The partial line fills the buffer but is within the cap (checked
 				// above), so the buffer is smaller than maxLine+1: grow toward it.
-				size := min(2*len(lr.buf), lr.maxLine+1)
+				size := 2 * len(lr.buf)
+				if size >= lr.maxLine {
+					size = lr.maxLine + 1
+				}
 				nb := make([]byte, size)
 				copy(nb, lr.buf[:lr.end])
 				lr.buf = nb

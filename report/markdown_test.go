@@ -19,10 +19,10 @@ func fp(v float64) *float64 { return &v }
 func commentFixture() Comment {
 	hostile := "0.9.1 <img src=x onerror=alert(1)> @everyone [click](http://evil) | `x` # h1\n* item"
 	sum := result.Summary{
-		TTFTms: result.Percentiles{P50: 40, P90: 90, P95: 120, P99: 200, P999: 260, Max: 270, Mean: 52, Count: 200},
-		TPOTms: result.Percentiles{P50: 7.6, P90: 9, P95: 9.5, P99: 11, P999: 14, Max: 14, Mean: 7.8, Count: 200},
-		ITLms:  result.Percentiles{P50: 6.6, P90: 9.3, P95: 16, P99: 48, P999: 135, Max: 210, Mean: 8, Count: 50000},
-		E2Ems:  result.Percentiles{P50: 1500, P90: 3700, P95: 5100, P99: 7400, P999: 8500, Max: 8500, Mean: 2000, Count: 200},
+		TTFTms:   result.Percentiles{P50: 40, P90: 90, P95: 120, P99: 200, P999: 260, Max: 270, Mean: 52, Count: 200},
+		TPOTms:   result.Percentiles{P50: 7.6, P90: 9, P95: 9.5, P99: 11, P999: 14, Max: 14, Mean: 7.8, Count: 200},
+		ITLms:    result.Percentiles{P50: 6.6, P90: 9.3, P95: 16, P99: 48, P999: 135, Max: 210, Mean: 8, Count: 50000},
+		E2Ems:    result.Percentiles{P50: 1500, P90: 3700, P95: 5100, P99: 7400, P999: 8500, Max: 8500, Mean: 2000, Count: 200},
 		Requests: 201, Completed: 200, Errors: map[string]int{"http_500": 1}, ErrorRate: 1.0 / 201, SLOAttainment: 0.975,
 		GoodputRPS: 4.9, ThroughputRPS: 5, OutputTokensPS: 1300, DurationS: 40,
 		DispatchLagms: result.LagSummary{P50: 0.05, P99: 0.4, Max: 1.2}, InFlight: result.InFlight{Mean: 10.5, Max: 23},
