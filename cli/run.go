@@ -181,13 +181,9 @@ func (a *app) prepareTarget(ctx context.Context, f *workload.File, override stri
 		}
 		a.errorf("warning: %s (allowed by model.allow_mismatch)", msg)
 	}
-	opts := a.envOptions()
-	if opts.EngineImage == "" {
-		opts.EngineImage = f.Target.Image
-	}
-	env, err := envinfo.Collect(ctx, opts)
+	env, err := collectEnv(ctx, a, f.Target.Image)
 	if err != nil {
-		a.errorf("reading the GPU environment: %v", err)
+		a.errorf("%v", err)
 		return nil, ExitFailure
 	}
 	t.env = env
@@ -200,7 +196,7 @@ func (a *app) prepareTarget(ctx context.Context, f *workload.File, override stri
 	if id.ModelRevision != "" {
 		t.flat["model.revision"] = id.ModelRevision
 	}
-	t.hardware = envinfo.HardwareKey(env)
+	t.hardware = hardwareKey(env)
 	if id.Engine == engine.EngineSim {
 		// The simulator's speed is its profile's, whatever GPU the machine has.
 		t.hardware = "sim"
@@ -385,3 +381,18 @@ func (a *app) progressLine(name string) func(loadgen.Progress) {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// collectEnv reads the GPU, host and runner environment.
+func collectEnv(ctx context.Context, a *app, image ...string) (*envinfo.Env, error) {
+	opts := a.envOptions()
+	if opts.EngineImage == "" && len(image) > 0 {
+		opts.EngineImage = image[0]
+	}
+	env, err := envinfo.Collect(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("reading the GPU environment: %w", err)
+	}
+	return env, nil
+}
+
+func hardwareKey(env *envinfo.Env) string { return envinfo.HardwareKey(env) }

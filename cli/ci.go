@@ -1,0 +1,461 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/sethvargo/go-githubactions"
+
+	"github.com/slogate/slogate/capacity"
+	"github.com/slogate/slogate/gate"
+	"github.com/slogate/slogate/ghaction"
+	"github.com/slogate/slogate/report"
+	"github.com/slogate/slogate/result"
+	"github.com/slogate/slogate/workload"
+)
+
+const ciUsage = `slogate ci
+
+The GitHub Action's entry point. Reads the Action's inputs from the environment
+(INPUT_CONFIG, INPUT_MODE, INPUT_TARGET, INPUT_GITHUB-TOKEN, INPUT_COMMENT, INPUT_FAIL-ON,
+INPUT_ALLOW-FORK-PRS, INPUT_WORKING-DIRECTORY) and, by mode:
+  gate      run, gate against the committed baselines, report, publish (pull requests)
+  baseline  run and write new baselines; outside a pull request, open a pull request with them
+  audit     show the baselines' versions, age and drift from this machine
+  run       run only
+Every file (records, gate.json, comment.md, report.html, the job summary) is written
+before the first call to GitHub. The exit code follows fail-on (fail, warn, never); a
+tool or engine failure is exit 3 whatever fail-on says.`
+
+// ci is one run of the Action.
+type ci struct {
+	*app
+	act    *githubactions.Action
+	in     ghaction.Inputs
+	gh     *ghaction.Context
+	f      *workload.File
+	outDir string
+	out    ghaction.Outputs
+}
+
+func (a *app) cmdCI(ctx context.Context, args []string) int {
+	fs := a.flagSet("ci", ciUsage)
+	if code, ok := a.parse(fs, args); !ok {
+		return code
+	}
+	c := &ci{app: a, act: githubactions.New(githubactions.WithGetenv(a.getenv), githubactions.WithWriter(a.stdout))}
+	in, err := ghaction.ReadInputs(c.act)
+	if err != nil {
+		a.errorf("%v", err)
+		return ExitBadInput
+	}
+	c.in = in
+	wd := in.WorkingDirectory
+	if wd == "" {
+		wd = "."
+	}
+	cfg := in.Config
+	if !filepath.IsAbs(cfg) {
+		cfg = filepath.Join(wd, cfg)
+	}
+	c.outDir = filepath.Join(wd, "slogate-out")
+	c.out.ResultsDir = c.outDir
+	if c.gh, err = ghaction.LoadContext(a.getenv, os.ReadFile); err != nil {
+		a.errorf("%v", err)
+		return ExitBadInput
+	}
+	// A self-hosted GPU runner must not run a stranger's code by default: refuse before
+	// anything from the pull request is loaded.
+	if err := ghaction.CheckForkSafety(c.gh, in.AllowForkPRs); err != nil {
+		a.errorf("%v", err)
+		c.out.Verdict = "error"
+		c.summary("## 💥 slogate: not run\n\n" + err.Error() + "\n")
+		c.setOutputs()
+		return ExitFailure
+	}
+	f, code := a.loadConfig(cfg)
+	if f == nil {
+		c.out.Verdict = "error"
+		c.setOutputs()
+		return code
+	}
+	c.f = f
+	switch in.Mode {
+	case "run":
+		return c.modeRun(ctx)
+	case "baseline":
+		return c.modeBaseline(ctx)
+	case "audit":
+		return c.modeAudit(ctx)
+	}
+	return c.modeGate(ctx)
+}
+
+func (c *ci) run(ctx context.Context) ([]*result.Record, int) {
+	recs, code := c.runWorkloads(ctx, c.f, runParams{config: c.f.Path, target: c.in.Target, outDir: c.outDir})
+	if len(recs) > 0 {
+		c.headline(recs[0])
+	}
+	return recs, code
+}
+
+// headline fills the number outputs from the first workload's record.
+func (c *ci) headline(r *result.Record) {
+	s := r.Summary
+	c.out.Goodput = strconv.FormatFloat(s.GoodputRPS, 'f', 3, 64)
+	c.out.ITLP99ms = strconv.FormatFloat(s.ITLms.P99, 'f', 3, 64)
+	if s.KVConcurrency != nil {
+		c.out.KVConcurrency = strconv.Itoa(s.KVConcurrency.Value)
+	}
+}
+
+func (c *ci) modeRun(ctx context.Context) int {
+	recs, code := c.run(ctx)
+	var b bytes.Buffer
+	for _, r := range recs {
+		report.RunTable(&b, r, "")
+	}
+	c.out.Verdict = "ran"
+	if code != ExitOK {
+		c.out.Verdict = "error"
+	}
+	c.summary("## slogate: run\n\n```\n" + b.String() + "```\n")
+	c.setOutputs()
+	return code
+}
+
+func (c *ci) baselineDir() string {
+	dir := c.f.Gate.Baselines
+	if dir == "" {
+		dir = "baselines"
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(filepath.Dir(c.f.Path), dir)
+	}
+	return dir
+}
+
+func (c *ci) modeGate(ctx context.Context) int {
+	recs, code := c.run(ctx)
+	if len(recs) == 0 {
+		c.out.Verdict = "error"
+		c.summary("## 💥 slogate: error\n\nThe workload could not be run; see the job log.\n")
+		c.setOutputs()
+		return code
+	}
+	res, err := gate.Evaluate(gate.Input{Config: c.f, Runs: recs, Store: gate.DirStore(c.baselineDir())})
+	if err != nil {
+		c.errorf("gate: %v", err)
+		c.out.Verdict = "error"
+		c.setOutputs()
+		var ie *gate.InputError
+		var fe *gate.FileError
+		if errors.As(err, &ie) || errors.As(err, &fe) {
+			return ExitBadInput
+		}
+		return ExitFailure
+	}
+	c.out.Verdict = string(res.Verdict)
+	byName := map[string][]*result.Record{}
+	for _, r := range recs {
+		byName[r.Workload] = append(byName[r.Workload], r)
+	}
+	marker := ghaction.Marker(c.in.Config)
+	md := report.Markdown(report.Comment{
+		Marker: marker, Gate: res, Runs: byName, Fleet: fleetSection(c.f, res),
+		RunURL: c.gh.RunURL, Generated: c.now(),
+	})
+	// Every file is written before the first call to GitHub.
+	if err := c.writeFiles(res, md, recs); err != nil {
+		c.errorf("%v", err)
+		return ExitFailure
+	}
+	report.GateTable(c.stdout, res)
+	c.summary(md)
+	c.annotate(res)
+	c.setOutputs()
+
+	if c.in.Comment && c.gh.IsPullRequest() && c.in.Token != "" {
+		if code := c.comment(ctx, marker, md); code != ExitOK {
+			return code
+		}
+		c.setOutputs()
+	}
+	return ciExitCode(res.Verdict, c.in.FailOn)
+}
+
+// writeFiles writes gate.json, comment.md and report.html into the results directory.
+func (c *ci) writeFiles(res *gate.Result, md string, recs []*result.Record) error {
+	js, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	var html bytes.Buffer
+	if err := report.WriteHTML(&html, report.HTMLReport{
+		Title: "slogate: " + recs[0].Workload, Generated: c.now(), Verdict: string(res.Verdict), Candidate: recs[0],
+	}); err != nil {
+		return fmt.Errorf("rendering the HTML report: %w", err)
+	}
+	c.out.ReportPath = filepath.Join(c.outDir, "report.html")
+	for name, data := range map[string][]byte{"gate.json": js, "comment.md": []byte(md), "report.html": html.Bytes()} {
+		if err := writeFileAtomic(filepath.Join(c.outDir, name), data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func (c *ci) comment(ctx context.Context, marker, md string) int {
+	pub, err := ghaction.NewPublisher(c.in.Token, c.gh.APIURL, nil)
+	if err != nil {
+		c.errorf("github: %v", err)
+		return ExitFailure
+	}
+	pub.Owner, pub.Repo = c.gh.Owner, c.gh.Repo
+	url, _, err := pub.Upsert(ctx, c.gh.PRNumber, marker, md)
+	if url != "" {
+		c.out.CommentURL = url
+	}
+	switch {
+	case err == nil:
+		fmt.Fprintf(c.stderr, "slogate: comment %s\n", url)
+	case ghaction.IsWarning(err):
+		c.act.Warningf("%s", err.Error()+" (the job summary and slogate-out/ carry the result)")
+	default:
+		c.errorf("posting the pull request comment: %v (the job summary and %s carry the result)", err, c.outDir)
+		return ExitFailure
+	}
+	return ExitOK
+}
+
+func (c *ci) annotate(res *gate.Result) {
+	var anns []ghaction.Annotation
+	for _, w := range res.Workloads {
+		for _, m := range w.Metrics {
+			if m.Verdict == gate.Fail {
+				anns = append(anns, ghaction.Annotation{Level: "error", Title: "slogate: " + w.Name + " " + m.Metric,
+					Message: fmt.Sprintf("%s regressed: %s", m.Metric, ratioText(m)), File: c.in.Config})
+			}
+		}
+		for _, d := range w.Drift {
+			if d.Drifted() {
+				level := "warning"
+				if d.Verdict == gate.Fail {
+					level = "error"
+				}
+				anns = append(anns, ghaction.Annotation{Level: level, Title: "slogate: " + w.Name + " drift",
+					Message: fmt.Sprintf("%s changed from %q to %q (policy %s)", d.Field, d.Baseline, d.Candidate, d.Policy), File: c.in.Config})
+			}
+		}
+		if w.Verdict == gate.Incomparable || w.Verdict == gate.Error {
+			anns = append(anns, ghaction.Annotation{Level: "error", Title: "slogate: " + w.Name + " " + string(w.Verdict), Message: w.Reason, File: c.in.Config})
+		}
+	}
+	ghaction.Annotate(c.act, anns)
+}
+
+func ratioText(m gate.MetricResult) string {
+	if m.Ratio == nil {
+		return "no ratio"
+	}
+	s := fmt.Sprintf("%+.1f%% (tolerance %.0f%%)", 100*(*m.Ratio-1), 100*m.Tolerance)
+	if m.Lo != nil && m.Hi != nil {
+		s += fmt.Sprintf(", interval [%+.1f%%, %+.1f%%]", 100*(*m.Lo-1), 100*(*m.Hi-1))
+	}
+	return s
+}
+
+// ciExitCode maps a verdict to the exit code under fail-on.
+func ciExitCode(v gate.Verdict, failOn string) int {
+	switch {
+	case v == gate.Error:
+		return ExitFailure
+	case failOn == "never":
+		return ExitOK
+	case v == gate.Fail || v == gate.Incomparable:
+		return ExitGateFailed
+	case v == gate.Warn && failOn == "warn":
+		return ExitGateFailed
+	}
+	return ExitOK
+}
+
+func (c *ci) modeBaseline(ctx context.Context) int {
+	recs, code := c.run(ctx)
+	if code != ExitOK || len(recs) == 0 {
+		c.out.Verdict = "error"
+		c.setOutputs()
+		return max(code, ExitFailure)
+	}
+	groups := map[string][]*result.Record{}
+	var keys []string
+	for _, r := range recs {
+		k := r.Workload + "\x00" + gate.HardwareOf(r)
+		if groups[k] == nil {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	dir := c.baselineDir()
+	files := map[string][]byte{}
+	var written []string
+	for _, k := range keys {
+		b, err := gate.FromRecords(groups[k], c.now())
+		if err != nil {
+			c.errorf("%v", err)
+			return ExitFailure
+		}
+		p, err := gate.Write(dir, b)
+		if err != nil {
+			c.errorf("%v", err)
+			return ExitFailure
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return ExitFailure
+		}
+		files[filepath.ToSlash(p)] = data
+		written = append(written, p)
+	}
+	sort.Strings(written)
+	c.out.Verdict = "baseline"
+	md := "## slogate: baselines written\n\n" + bulletList(written) + "\n"
+	c.summary(md)
+	c.setOutputs()
+	if c.in.Token != "" && !c.gh.IsPullRequest() && c.gh.Repo != "" {
+		pub, err := ghaction.NewPublisher(c.in.Token, c.gh.APIURL, nil)
+		if err != nil {
+			c.errorf("github: %v", err)
+			return ExitFailure
+		}
+		pub.Owner, pub.Repo = c.gh.Owner, c.gh.Repo
+		base := c.getenv("SLOGATE_BASELINE_BASE")
+		if base == "" {
+			base = "main"
+		}
+		sha := c.gh.SHA
+		if len(sha) > 12 {
+			sha = sha[:12]
+		}
+		url, err := pub.OpenBaselinePR(ctx, base, "slogate/baselines-"+sha, files, "slogate: refresh baselines", md)
+		if err != nil {
+			c.errorf("opening the baseline pull request: %v (the baselines are written in %s)", err, dir)
+			return ExitFailure
+		}
+		fmt.Fprintf(c.stderr, "slogate: baseline pull request %s\n", url)
+	}
+	return ExitOK
+}
+
+func bulletList(items []string) string {
+	var b strings.Builder
+	for _, s := range items {
+		fmt.Fprintf(&b, "- `%s`\n", s)
+	}
+	return b.String()
+}
+
+func (c *ci) modeAudit(ctx context.Context) int {
+	env, err := c.collectFlatEnv(ctx)
+	if err != nil {
+		c.errorf("%v", err)
+		return ExitFailure
+	}
+	au, err := gate.AuditBaselines(gate.AuditInput{Config: c.f, Store: gate.DirStore(c.baselineDir()), Env: env.flat, Hardware: env.hardware, Reference: "this runner", Now: c.now()})
+	if err != nil {
+		c.errorf("audit: %v", err)
+		return ExitBadInput
+	}
+	var b bytes.Buffer
+	report.AuditTable(&b, au)
+	c.stdout.Write(b.Bytes())
+	c.out.Verdict = string(au.Verdict)
+	c.summary("## slogate: baseline audit\n\n```\n" + b.String() + "```\n")
+	c.setOutputs()
+	if au.Verdict == gate.Fail {
+		return ciExitCode(gate.Fail, c.in.FailOn)
+	}
+	return ExitOK
+}
+
+type flatEnv struct {
+	flat     map[string]string
+	hardware string
+}
+
+// collectFlatEnv reads this machine's environment for an audit (no engine involved).
+func (a *app) collectFlatEnv(ctx context.Context) (*flatEnv, error) {
+	env, err := collectEnv(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	return &flatEnv{flat: env.Flat(), hardware: hardwareKey(env)}, nil
+}
+
+func (c *ci) summary(md string) {
+	if err := ghaction.WriteSummary(c.act, md); err != nil && !errors.Is(err, ghaction.ErrNoEnvFile) {
+		c.errorf("writing the job summary: %v", err)
+	}
+}
+
+func (c *ci) setOutputs() {
+	if err := ghaction.SetOutputs(c.act, c.out); err != nil && !errors.Is(err, ghaction.ErrNoEnvFile) {
+		c.errorf("writing the outputs: %v", err)
+	}
+}
+
+// fleetSection computes the capacity section of the comment from the first workload's
+// baseline and candidate operating points, when the config has a capacity section.
+func fleetSection(f *workload.File, res *gate.Result) *report.FleetSection {
+	if f.Capacity == nil {
+		return nil
+	}
+	for _, w := range res.Workloads {
+		if len(w.BaselineSummaries) == 0 || len(w.CandidateSummaries) == 0 {
+			continue
+		}
+		t := capacity.Traffic{PeakRPS: f.Capacity.PeakRPS, TargetUtilization: f.Capacity.TargetUtilization, Headroom: f.Capacity.Headroom, Redundancy: f.Capacity.Redundancy, GPUHourUSD: f.Capacity.GPUHourUSD}
+		fs := &report.FleetSection{Workload: w.Name, PeakRPS: t.PeakRPS}
+		var err error
+		if fs.Baseline, err = capacity.Compute(t, operatingPoint(&w.BaselineSummaries[0])); err != nil {
+			fs.BaselineErr = "baseline: " + err.Error()
+		}
+		if fs.Candidate, err = capacity.Compute(t, operatingPoint(&w.CandidateSummaries[0])); err != nil {
+			fs.CandErr = "candidate: " + err.Error()
+		}
+		if fs.Baseline != nil && fs.Candidate != nil {
+			fs.Delta = capacity.Compare(fs.Baseline, fs.Candidate)
+		}
+		return fs
+	}
+	return nil
+}
+
+// operatingPoint is a plain run's operating point: the worksheet warns that it is not a
+// sweep's SLO-bound rate.
+func operatingPoint(s *result.Summary) capacity.Operating {
+	op := capacity.Operating{SustainableRPS: s.GoodputRPS, MeanE2ES: s.E2Ems.Mean / 1000, Attempts: s.Requests, Completed: s.Completed}
+	if s.KVConcurrency != nil {
+		op.KVConcurrency = s.KVConcurrency.Value
+	}
+	return op
+}
