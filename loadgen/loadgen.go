@@ -1,0 +1,240 @@
+// Package loadgen owns when requests are sent: the open-loop dispatcher (an absolute
+// schedule, latency measured from the scheduled time, dispatch lag recorded per request),
+// closed-loop users, the warm-up phase, per-request timelines, the client-side in-flight
+// series, and the hook that samples server metrics during the measured window.
+//
+// It knows nothing of Markdown, baselines or statistics: it hands timelines to result.
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/slogate/slogate/engine"
+	"github.com/slogate/slogate/result"
+	"github.com/slogate/slogate/workload"
+)
+
+// Source is what loadgen needs from a workload.Generator (which satisfies it).
+type Source interface {
+	// Arrivals are the open-loop scheduled offsets from the start of the measured
+	// window, ascending; nil for a closed loop.
+	Arrivals() []time.Duration
+	Request(i int) workload.Item
+	WarmupRequest(i int) workload.Item
+	// ThinkTime is the pause of closed-loop user u before its n-th request (0-based).
+	// It is asked for n ≥ 1 only: every user sends its first request at once.
+	ThinkTime(u, n int) time.Duration
+}
+
+var _ Source = (*workload.Generator)(nil)
+
+// Config says what to send, to whom, and when.
+type Config struct {
+	Streamer engine.Streamer
+	Source   Source
+	// Epoch is the same epoch the Streamer stamps Result times against; every time in
+	// the Outcome is an offset from it. It must carry a monotonic reading (time.Now()).
+	Epoch time.Time
+
+	API, Model string
+	// IgnoreEOS sends ignore_eos and min_tokens = max_tokens, forcing the output length.
+	IgnoreEOS bool
+	// Timeout bounds each request; a request that passes it is an error. Required.
+	Timeout time.Duration
+
+	// Warmup requests are sent before the measured window, all finished before it opens.
+	Warmup int
+	// WarmupConcurrency defaults to 1: sequential, so the first request measures the
+	// engine's cold start alone.
+	WarmupConcurrency int
+
+	// Closed selects the closed loop: Users users that each send, wait for the whole
+	// response, think, and send again. It stops after Requests sends or once Duration
+	// has elapsed (whichever is set and comes first); requests in flight then finish.
+	// The open loop sends len(Source.Arrivals()) requests and ignores both.
+	Closed   bool
+	Users    int
+	Requests int
+	Duration time.Duration
+
+	// SampleEvery is the interval of the client in-flight series; default 100ms.
+	SampleEvery time.Duration
+	// Progress, when set, is called at most every 200ms during each phase and once at
+	// the end of it, never concurrently.
+	Progress func(Progress)
+	// Observe, when set, is started when the measured window opens; its context is
+	// canceled when the window closes and Run waits for it to return.
+	Observe func(ctx context.Context)
+
+	// pacing selects how the open-loop dispatcher waits; the zero value is the most
+	// accurate one this platform offers. Benchmarks compare the others.
+	pacing pacing
+}
+
+// Progress is a snapshot of the running phase.
+type Progress struct {
+	Warmup   bool // the warm-up phase; the measured phase otherwise
+	Done     int  // requests finished, errors included
+	Total    int  // requests the phase will send; 0 when bounded by Duration only
+	Errors   int
+	InFlight int
+	Elapsed  time.Duration // since the phase began
+}
+
+// Outcome is what a run measured.
+type Outcome struct {
+	// Warmup and Measured are in index order. Times are microseconds from Epoch; the
+	// measured requests' latencies count from SchedUS, the scheduled time.
+	Warmup, Measured []result.Request
+	// Window runs from the first scheduled measured request to the end of the last one.
+	Window   result.Window
+	InFlight []result.Sample
+	// Interrupted: ctx was canceled. Requests never sent are absent; those in flight are
+	// recorded with error "canceled"; everything else measured is kept.
+	Interrupted bool
+}
+
+// Defaults.
+const (
+	DefaultSampleEvery = 100 * time.Millisecond
+	progressEvery      = 200 * time.Millisecond
+)
+
+// Run sends the warm-up requests, then the measured ones, and returns their timelines.
+// It returns an error only for a bad Config: engine failures are per-request data.
+func Run(ctx context.Context, cfg Config) (*Outcome, error) {
+	cfg, arrivals, err := cfg.check()
+	if err != nil {
+		return nil, err
+	}
+	r := newRunner(ctx, cfg)
+	out := &Outcome{}
+	var items <-chan workload.Item
+	if !cfg.Closed {
+		// Started before the warm-up so that its buffer is full when the window opens.
+		stop := make(chan struct{})
+		defer close(stop)
+		items = r.prefetch(len(arrivals), stop)
+	}
+
+	out.Warmup = r.warmup()
+	if r.ctx.Err() != nil {
+		out.Interrupted = true
+		start := r.now().Microseconds()
+		out.Window = result.Window{StartUS: start, EndUS: start}
+		return out, nil
+	}
+
+	var obsDone chan struct{}
+	obsCtx, obsCancel := context.WithCancel(r.ctx)
+	if cfg.Observe != nil {
+		obsDone = make(chan struct{})
+		go func() {
+			defer close(obsDone)
+			cfg.Observe(obsCtx)
+		}()
+	}
+
+	windowStart := r.now()
+	total := len(arrivals)
+	if cfg.Closed {
+		total = cfg.Requests
+	}
+	ph := r.startPhase(false, total, windowStart, true)
+	if cfg.Closed {
+		out.Measured = r.closed(ph, windowStart)
+	} else {
+		out.Measured = r.open(ph, windowStart, arrivals, items)
+	}
+	out.InFlight = ph.stop()
+
+	obsCancel()
+	if obsDone != nil {
+		<-obsDone
+	}
+
+	out.Interrupted = r.ctx.Err() != nil
+	out.Window = window(out.Measured, windowStart, arrivals, cfg.Closed)
+	return out, nil
+}
+
+// window runs from the first scheduled measured request (the open loop's first arrival,
+// even if it was never sent) to the end of the last one.
+func window(rs []result.Request, windowStart time.Duration, arrivals []time.Duration, closed bool) result.Window {
+	start := windowStart.Microseconds()
+	if !closed {
+		start = (windowStart + arrivals[0]).Microseconds()
+	} else if len(rs) > 0 {
+		start = rs[0].SchedUS
+		for _, q := range rs {
+			start = min(start, q.SchedUS)
+		}
+	}
+	w := result.Window{StartUS: start, EndUS: start}
+	for _, q := range rs {
+		w.EndUS = max(w.EndUS, q.EndUS)
+	}
+	return w
+}
+
+// check validates cfg, reporting every problem at once, and fills the defaults.
+func (cfg Config) check() (Config, []time.Duration, error) {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if cfg.Streamer == nil {
+		bad("loadgen: no Streamer")
+	}
+	if cfg.Source == nil {
+		bad("loadgen: no Source")
+	}
+	if cfg.Epoch.IsZero() {
+		bad("loadgen: Epoch is not set")
+	}
+	if cfg.API != engine.APIChat && cfg.API != engine.APICompletions {
+		bad("loadgen: API %q: expected %q or %q", cfg.API, engine.APIChat, engine.APICompletions)
+	}
+	if cfg.Timeout <= 0 {
+		bad("loadgen: Timeout %v: every request needs a timeout above zero", cfg.Timeout)
+	}
+	if cfg.Warmup < 0 {
+		bad("loadgen: Warmup %d is negative", cfg.Warmup)
+	}
+	if cfg.WarmupConcurrency < 0 {
+		bad("loadgen: WarmupConcurrency %d is negative", cfg.WarmupConcurrency)
+	}
+	if cfg.SampleEvery < 0 {
+		bad("loadgen: SampleEvery %v is negative", cfg.SampleEvery)
+	}
+	var arrivals []time.Duration
+	if cfg.Closed {
+		if cfg.Users <= 0 {
+			bad("loadgen: closed loop with %d users: expected at least 1", cfg.Users)
+		}
+		if cfg.Requests < 0 || cfg.Duration < 0 {
+			bad("loadgen: closed loop with Requests %d and Duration %v: neither may be negative", cfg.Requests, cfg.Duration)
+		} else if cfg.Requests == 0 && cfg.Duration == 0 {
+			bad("loadgen: closed loop needs Requests or Duration to stop")
+		}
+	} else if cfg.Source != nil {
+		arrivals = cfg.Source.Arrivals()
+		if len(arrivals) == 0 {
+			bad("loadgen: open loop with no arrivals")
+		}
+		for i, a := range arrivals {
+			if a < 0 || (i > 0 && a < arrivals[i-1]) {
+				bad("loadgen: arrival %d at %v: arrivals must be ascending offsets from zero", i, a)
+				break
+			}
+		}
+	}
+	if cfg.WarmupConcurrency == 0 {
+		cfg.WarmupConcurrency = 1
+	}
+	if cfg.SampleEvery == 0 {
+		cfg.SampleEvery = DefaultSampleEvery
+	}
+	return cfg, arrivals, errors.Join(errs...)
+}
