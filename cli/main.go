@@ -69,16 +69,16 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"run": {"run the workloads of a config against an engine and write run records", (*app).cmdRun},
-		//gate: 		"gate":     {"compare run records with the committed baselines and give a verdict", (*app).cmdGate},
-		//gate: 		"baseline": {"baseline update: write run records as the new baselines", (*app).cmdBaseline},
-		//gate: 		"audit":    {"show each baseline's versions, age and drift from the current environment", (*app).cmdAudit},
-		"sim":  {"serve the simulated engine (vLLM's API) for tests and demos", (*app).cmdSim},
-		"demo": {"run the whole pipeline on the built-in simulated engine (no GPU, no server)", (*app).cmdDemo},
-		//gate: 		"sweep": {"find the highest arrival rate that meets the SLO (the capacity a latency SLO allows)", (*app).cmdSweep},
-		//gate: 		"capacity": {"print the capacity worksheet: GPUs and cost for a traffic profile", (*app).cmdCapacity},
-		"ci":      {"the GitHub Action: run, gate, report and publish (reads INPUT_* variables)", (*app).cmdCI},
-		"version": {"print the version", func(a *app, _ context.Context, args []string) int { return a.cmdVersion(args) }},
+		"run":      {"run the workloads of a config against an engine and write run records", (*app).cmdRun},
+		"gate":     {"compare run records with the committed baselines and give a verdict", (*app).cmdGate},
+		"baseline": {"baseline update: write run records as the new baselines", (*app).cmdBaseline},
+		"audit":    {"show each baseline's versions, age and drift from the current environment", (*app).cmdAudit},
+		"sim":      {"serve the simulated engine (vLLM's API) for tests and demos", (*app).cmdSim},
+		"demo":     {"run the whole pipeline on the built-in simulated engine (no GPU, no server)", (*app).cmdDemo},
+		"sweep":    {"find the highest arrival rate that meets the SLO (the capacity a latency SLO allows)", (*app).cmdSweep},
+		"capacity": {"print the capacity worksheet: GPUs and cost for a traffic profile", (*app).cmdCapacity},
+		"ci":       {"the GitHub Action: run, gate, report and publish (reads INPUT_* variables)", (*app).cmdCI},
+		"version":  {"print the version", func(a *app, _ context.Context, args []string) int { return a.cmdVersion(args) }},
 	}
 }
 
