@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sethvargo/go-githubactions"
 
@@ -174,10 +175,12 @@ func (c *ci) modeGate(ctx context.Context) int {
 		RunURL: c.gh.RunURL, Generated: c.now(),
 	})
 	// Every file is written before the first call to GitHub.
-	if err := c.writeFiles(res, md, recs); err != nil {
+	rp, err := writeReports(c.outDir, res, md, recs, c.now())
+	if err != nil {
 		c.errorf("%v", err)
 		return ExitFailure
 	}
+	c.out.ReportPath = rp
 	report.GateTable(c.stdout, res)
 	c.summary(md)
 	c.annotate(res)
@@ -192,25 +195,25 @@ func (c *ci) modeGate(ctx context.Context) int {
 	return ciExitCode(res.Verdict, c.in.FailOn)
 }
 
-// writeFiles writes gate.json, comment.md and report.html into the results directory.
-func (c *ci) writeFiles(res *gate.Result, md string, recs []*result.Record) error {
+// writeReports writes gate.json, comment.md and report.html into the results directory
+// and returns the HTML report's path.
+func writeReports(outDir string, res *gate.Result, md string, recs []*result.Record, now time.Time) (string, error) {
 	js, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
-		return err
+		return "", err
 	}
 	var html bytes.Buffer
 	if err := report.WriteHTML(&html, report.HTMLReport{
-		Title: "slogate: " + recs[0].Workload, Generated: c.now(), Verdict: string(res.Verdict), Candidate: recs[0],
+		Title: "slogate: " + recs[0].Workload, Generated: now, Verdict: string(res.Verdict), Candidate: recs[0],
 	}); err != nil {
-		return fmt.Errorf("rendering the HTML report: %w", err)
+		return "", fmt.Errorf("rendering the HTML report: %w", err)
 	}
-	c.out.ReportPath = filepath.Join(c.outDir, "report.html")
 	for name, data := range map[string][]byte{"gate.json": js, "comment.md": []byte(md), "report.html": html.Bytes()} {
-		if err := writeFileAtomic(filepath.Join(c.outDir, name), data); err != nil {
-			return err
+		if err := writeFileAtomic(filepath.Join(outDir, name), data); err != nil {
+			return "", err
 		}
 	}
-	return nil
+	return filepath.Join(outDir, "report.html"), nil
 }
 
 func writeFileAtomic(path string, data []byte) error {

@@ -4,7 +4,12 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"path/filepath"
 
+	"github.com/slogate/slogate/baselines"
+	"github.com/slogate/slogate/gate"
+	"github.com/slogate/slogate/report"
+	"github.com/slogate/slogate/result"
 	"github.com/slogate/slogate/sim"
 	"github.com/slogate/slogate/workload"
 )
@@ -23,6 +28,7 @@ func (a *app) cmdDemo(ctx context.Context, args []string) int {
 	fs := a.flagSet("demo", demoUsage)
 	regress := fs.Bool("regress", false, "run the simulator slower and with less KV cache")
 	out := fs.String("o", "slogate-out", "output `dir`ectory")
+	dur := fs.Duration("duration", 0, "override the workload's measured duration (a changed workload is incomparable with the committed baseline)")
 	if code, ok := a.parse(fs, args); !ok {
 		return code
 	}
@@ -30,6 +36,9 @@ func (a *app) cmdDemo(ctx context.Context, args []string) int {
 	if err != nil {
 		a.errorf("embedded demo config: %v", err)
 		return ExitFailure
+	}
+	if *dur > 0 {
+		f.Workloads[0].Duration = *dur
 	}
 	prof, _ := sim.LookupProfile("llama-8b-h100")
 	o := sim.Options{Profile: prof, Seed: 1}
@@ -45,6 +54,27 @@ func (a *app) cmdDemo(ctx context.Context, args []string) int {
 	}
 	defer srv.Close()
 	fmt.Fprintf(a.stderr, "slogate demo: simulated engine (profile %s%s) at %s\n", prof.Name, map[bool]string{true: ", regressed", false: ""}[*regress], srv.URL)
-	_, code := a.runWorkloads(ctx, f, runParams{target: srv.URL, outDir: *out})
-	return code
+	recs, code := a.runWorkloads(ctx, f, runParams{target: srv.URL, outDir: *out})
+	if len(recs) == 0 {
+		return code
+	}
+	// Gate against the baseline committed for the demo (embedded in the binary).
+	res, err := gate.Evaluate(gate.Input{Config: f, Runs: recs, Store: gate.Store{FS: baselines.FS, Dir: "baselines"}})
+	if err != nil {
+		a.errorf("gate: %v", err)
+		return ExitFailure
+	}
+	byName := map[string][]*result.Record{}
+	for _, r := range recs {
+		byName[r.Workload] = append(byName[r.Workload], r)
+	}
+	md := report.Markdown(report.Comment{Gate: res, Runs: byName, Fleet: fleetSection(f, res), Generated: a.now()})
+	rp, err := writeReports(*out, res, md, recs, a.now())
+	if err != nil {
+		a.errorf("%v", err)
+		return ExitFailure
+	}
+	report.GateTable(a.stdout, res)
+	fmt.Fprintf(a.stdout, "The pull-request comment is in %s, the HTML report in %s.\n", filepath.Join(*out, "comment.md"), rp)
+	return ciExitCode(res.Verdict, "fail")
 }

@@ -1,0 +1,60 @@
+package cli
+
+import (
+	"context"
+
+	"github.com/slogate/slogate/envinfo"
+	"github.com/slogate/slogate/gate"
+	"github.com/slogate/slogate/report"
+	"github.com/slogate/slogate/result"
+)
+
+const auditUsage = `slogate audit -c FILE [-r RECORD] [--baselines DIR]
+
+Prints every baseline of FILE's workloads with its versions (engine, model, GPU, driver,
+CUDA, tool) and age, and its drift from the environment of RECORD (a run record), or
+without -r from this machine's (engine and model fields are then unknown: only a run
+talks to the engine). Baselines of other hardware are listed, not compared. Flags
+baselines older than gate.max_baseline_age.
+Exit codes: 0 nothing to act on (warnings allowed); 1 a baseline too old, or drifted on a
+field whose policy is fail; 2 bad input (config, flags, a file that cannot be read);
+3 this machine's environment could not be read.`
+
+func (a *app) cmdAudit(ctx context.Context, args []string) int {
+	fs := a.flagSet("audit", auditUsage)
+	config := fs.String("c", "slogate.yaml", "workload `file`")
+	fs.StringVar(config, "config", "slogate.yaml", "workload `file` (same as -c)")
+	record := fs.String("r", "", "run record `file` whose environment the baselines are compared with (default: this machine)")
+	baselines := fs.String("baselines", "", "baselines `dir`ectory (default: gate.baselines, relative to the config file)")
+	if code, ok := a.parse(fs, args); !ok {
+		return code
+	}
+	f, code := a.loadConfig(*config)
+	if f == nil {
+		return code
+	}
+	in := gate.AuditInput{Config: f, Store: baselineStore(f, *baselines), Now: a.now()}
+	if *record != "" {
+		rec, err := result.Read(*record)
+		if err != nil {
+			return a.gateError(err)
+		}
+		in.Env, in.Hardware, in.Reference = rec.Environment, gate.HardwareOf(rec), "record "+*record
+	} else {
+		env, err := collectEnv(ctx, a, f.Target.Image)
+		if err != nil {
+			a.errorf("%v", err)
+			return ExitFailure
+		}
+		in.Env, in.Hardware, in.Reference = env.Flat(), envinfo.HardwareKey(env), "this machine"
+	}
+	res, err := gate.AuditBaselines(in)
+	if err != nil {
+		return a.gateError(err)
+	}
+	report.AuditTable(a.stdout, res)
+	if res.Verdict == gate.Fail {
+		return ExitGateFailed
+	}
+	return ExitOK
+}

@@ -1,0 +1,202 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/slogate/slogate/sim"
+)
+
+// fakeGitHub is the part of GitHub's REST API that `slogate ci` uses, on loopback.
+type fakeGitHub struct {
+	mu       sync.Mutex
+	comments []ghComment
+	calls    []string
+	srv      *httptest.Server
+}
+
+type ghComment struct {
+	ID      int64  `json:"id"`
+	Body    string `json:"body"`
+	User    ghUser `json:"user"`
+	HTMLURL string `json:"html_url"`
+}
+
+type ghUser struct {
+	Login string `json:"login"`
+}
+
+var commentPath = regexp.MustCompile(`^/repos/acme/serving/issues/comments/(\d+)$`)
+
+func newFakeGitHub(t *testing.T) *fakeGitHub {
+	g := &fakeGitHub{}
+	g.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.calls = append(g.calls, r.Method+" "+r.URL.Path)
+		if r.Header.Get("Authorization") != "Bearer tok-1" {
+			http.Error(w, `{"message":"Bad credentials"}`, http.StatusUnauthorized)
+			return
+		}
+		var body struct {
+			Body string `json:"body"`
+		}
+		data, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(data, &body)
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.Method == "GET" && r.URL.Path == "/user":
+			// The default GITHUB_TOKEN cannot read /user.
+			w.WriteHeader(http.StatusForbidden)
+			w.Write([]byte(`{"message":"Resource not accessible by integration"}`))
+		case r.Method == "GET" && r.URL.Path == "/repos/acme/serving/issues/7/comments":
+			json.NewEncoder(w).Encode(g.comments)
+		case r.Method == "POST" && r.URL.Path == "/repos/acme/serving/issues/7/comments":
+			id := int64(100 + len(g.comments))
+			c := ghComment{ID: id, Body: body.Body, User: ghUser{"github-actions[bot]"}, HTMLURL: fmt.Sprintf("https://github.com/acme/serving/pull/7#issuecomment-%d", id)}
+			g.comments = append(g.comments, c)
+			w.WriteHeader(http.StatusCreated)
+			json.NewEncoder(w).Encode(c)
+		case r.Method == "PATCH" && commentPath.MatchString(r.URL.Path):
+			id, _ := strconv.ParseInt(commentPath.FindStringSubmatch(r.URL.Path)[1], 10, 64)
+			for i := range g.comments {
+				if g.comments[i].ID == id {
+					g.comments[i].Body = body.Body
+					json.NewEncoder(w).Encode(g.comments[i])
+					return
+				}
+			}
+			http.NotFound(w, r)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(g.srv.Close)
+	return g
+}
+
+func TestCIEndToEnd(t *testing.T) {
+	url := startSim(t, sim.Options{Seed: 1})
+	dir := t.TempDir()
+	// A lag bound of 1 s: this test is about the Action's flow, not the machine's timers.
+	cfg := strings.Replace(tinyConfig, "    timeout: 20s\n", "    timeout: 20s\n    max_dispatch_lag: 1s\n", 1) +
+		"gate:\n  baselines: baselines\n  drift: {tool.version: ignore}\n"
+	if err := os.WriteFile(filepath.Join(dir, "slogate.yaml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gh := newFakeGitHub(t)
+	prEvent := filepath.Join(dir, "pr.json")
+	os.WriteFile(prEvent, []byte(`{"pull_request":{"number":7,"head":{"repo":{"full_name":"acme/serving","fork":false}},"base":{"repo":{"full_name":"acme/serving"}}}}`), 0o644)
+	pushEvent := filepath.Join(dir, "push.json")
+	os.WriteFile(pushEvent, []byte(`{"ref":"refs/heads/main"}`), 0o644)
+
+	ci := func(mode, event, eventPath, token string) (int, string, string, map[string]string) {
+		t.Helper()
+		outFile, sumFile := filepath.Join(dir, "out-"+mode), filepath.Join(dir, "summary-"+mode)
+		env := map[string]string{
+			"INPUT_CONFIG": "slogate.yaml", "INPUT_MODE": mode, "INPUT_TARGET": url, "INPUT_GITHUB-TOKEN": token,
+			"INPUT_WORKING-DIRECTORY": dir, "GITHUB_API_URL": gh.srv.URL, "GITHUB_REPOSITORY": "acme/serving",
+			"GITHUB_EVENT_NAME": event, "GITHUB_EVENT_PATH": eventPath, "GITHUB_OUTPUT": outFile, "GITHUB_STEP_SUMMARY": sumFile,
+			"GITHUB_SERVER_URL": "https://github.com", "GITHUB_RUN_ID": "42", "GITHUB_SHA": "0123456789abcdef",
+		}
+		os.Remove(outFile)
+		a, out, errb := testApp(t)
+		a.getenv = func(k string) string { return env[k] }
+		code := a.run(context.Background(), []string{"ci"})
+		outputs := map[string]string{}
+		data, _ := os.ReadFile(outFile)
+		// name<<DELIM\nvalue\nDELIM blocks.
+		lines := strings.Split(string(data), "\n")
+		for i := 0; i+1 < len(lines); i++ {
+			if k, _, ok := strings.Cut(lines[i], "<<"); ok {
+				outputs[k] = lines[i+1]
+			}
+		}
+		sum, _ := os.ReadFile(sumFile)
+		return code, out.String() + errb.String(), string(sum), outputs
+	}
+
+	// 1. On a push, mode baseline writes the baselines (no token: no pull request opened).
+	code, log, _, _ := ci("baseline", "push", pushEvent, "")
+	if code != ExitOK {
+		t.Fatalf("baseline: exit %d\n%s", code, log)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "baselines", "small", "sim.json")); err != nil {
+		t.Fatalf("baseline not written: %v\n%s", err, log)
+	}
+
+	// 2. On the pull request, mode gate runs, gates, writes every file, then comments once.
+	code, log, summary, outputs := ci("gate", "pull_request", prEvent, "tok-1")
+	if code != ExitOK {
+		t.Fatalf("gate: exit %d\n%s", code, log)
+	}
+	for _, f := range []string{"small.json", "gate.json", "comment.md", "report.html"} {
+		if _, err := os.Stat(filepath.Join(dir, "slogate-out", f)); err != nil {
+			t.Errorf("slogate-out/%s: %v", f, err)
+		}
+	}
+	if v := outputs["verdict"]; v != "pass" && v != "improved" && v != "warn" {
+		t.Errorf("verdict output %q; outputs %v\n%s", v, outputs, log)
+	}
+	if outputs["results-dir"] == "" || outputs["report-path"] == "" || outputs["goodput"] == "" || outputs["itl-p99-ms"] == "" || outputs["kv-concurrency"] == "" {
+		t.Errorf("outputs %v", outputs)
+	}
+	if !strings.Contains(outputs["comment-url"], "issuecomment-100") {
+		t.Errorf("comment-url %q", outputs["comment-url"])
+	}
+	if !strings.Contains(summary, "slogate") || !strings.Contains(summary, "<code>small</code>") {
+		t.Errorf("summary:\n%s", summary)
+	}
+	gh.mu.Lock()
+	if len(gh.comments) != 1 || !strings.HasPrefix(gh.comments[0].Body, "<!-- slogate:sticky:") {
+		t.Fatalf("comments after one run: %+v", gh.comments)
+	}
+	gh.mu.Unlock()
+
+	// 3. A second run updates the same comment: still one.
+	code, log, _, _ = ci("gate", "pull_request", prEvent, "tok-1")
+	if code != ExitOK {
+		t.Fatalf("second gate: exit %d\n%s", code, log)
+	}
+	gh.mu.Lock()
+	defer gh.mu.Unlock()
+	if len(gh.comments) != 1 || gh.comments[0].Body == "" {
+		t.Fatalf("comments after two runs: %d", len(gh.comments))
+	}
+	patched := false
+	for _, c := range gh.calls {
+		patched = patched || strings.HasPrefix(c, "PATCH /repos/acme/serving/issues/comments/100")
+	}
+	if !patched {
+		t.Errorf("no PATCH of comment 100; calls %v", gh.calls)
+	}
+}
+
+func TestCIRefusesForkPullRequest(t *testing.T) {
+	dir := t.TempDir()
+	ev := filepath.Join(dir, "fork.json")
+	os.WriteFile(ev, []byte(`{"pull_request":{"number":7,"head":{"repo":{"full_name":"stranger/serving","fork":true}},"base":{"repo":{"full_name":"acme/serving"}}}}`), 0o644)
+	sumFile := filepath.Join(dir, "summary")
+	env := map[string]string{"INPUT_CONFIG": "does-not-matter.yaml", "GITHUB_REPOSITORY": "acme/serving", "GITHUB_EVENT_NAME": "pull_request",
+		"GITHUB_EVENT_PATH": ev, "GITHUB_STEP_SUMMARY": sumFile, "GITHUB_OUTPUT": filepath.Join(dir, "out")}
+	a, _, errb := testApp(t)
+	a.getenv = func(k string) string { return env[k] }
+	if code := a.run(context.Background(), []string{"ci"}); code != ExitFailure {
+		t.Fatalf("exit %d, want 3\n%s", code, errb)
+	}
+	sum, _ := os.ReadFile(sumFile)
+	if !strings.Contains(errb.String(), "allow-fork-prs") || !strings.Contains(string(sum), "not run") {
+		t.Errorf("stderr %q\nsummary %q", errb, sum)
+	}
+}

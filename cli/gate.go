@@ -1,0 +1,185 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/slogate/slogate/gate"
+	"github.com/slogate/slogate/report"
+	"github.com/slogate/slogate/result"
+	"github.com/slogate/slogate/workload"
+)
+
+const gateUsage = `slogate gate -c FILE -r RESULTS_DIR [--baselines DIR] [--json FILE] [-w NAME]
+
+Compares the run records in RESULTS_DIR (written by 'slogate run') with the committed
+baselines (--baselines, else gate.baselines relative to FILE) and prints the verdict of
+every rule of gate.rules, with its interval, and the environment drift. --json writes
+the whole result as JSON (keep it out of RESULTS_DIR, which must hold run records only).
+Exit codes: 0 pass, warn or improved; 1 fail, or incomparable (a changed workload is not
+a pass); 2 bad input (config, flags, a baseline or run record that cannot be read);
+3 a run the gate refuses to judge (incomplete, or the load generator saturated).`
+
+func (a *app) cmdGate(ctx context.Context, args []string) int {
+	fs := a.flagSet("gate", gateUsage)
+	var p gateParams
+	p.register(fs)
+	jsonOut := fs.String("json", "", "write the result as JSON to `file`")
+	if code, ok := a.parse(fs, args); !ok {
+		return code
+	}
+	f, recs, code := a.gateInputs(p)
+	if f == nil {
+		return code
+	}
+	_, code = a.judge(f, recs, p.baselines, p.names, *jsonOut)
+	return code
+}
+
+// judge runs the gate on run records, prints the verdict table, writes the JSON result
+// when jsonOut is set, and returns the result (nil on bad input) and the exit code.
+// baselinesDir "" means gate.baselines relative to the config file; names restricts the
+// workloads judged. It is what `slogate gate` does after reading RESULTS_DIR, for a
+// command that has the records in hand.
+func (a *app) judge(f *workload.File, recs []*result.Record, baselinesDir string, names []string, jsonOut string) (*gate.Result, int) {
+	res, err := gate.Evaluate(gate.Input{Config: f, Runs: recs, Store: baselineStore(f, baselinesDir), Workloads: names})
+	if err != nil {
+		return nil, a.gateError(err)
+	}
+	report.GateTable(a.stdout, res)
+	if jsonOut != "" {
+		if err := writeJSON(jsonOut, res); err != nil {
+			a.errorf("writing %s: %v", jsonOut, err)
+			return res, ExitFailure
+		}
+	}
+	return res, GateExitCode(res.Verdict)
+}
+
+// GateExitCode maps a gate verdict to the exit code (DESIGN §5): incomparable is not a
+// pass, and a run the gate refuses to judge is a failure of the tool or the engine.
+func GateExitCode(v gate.Verdict) int {
+	switch v {
+	case gate.Pass, gate.Warn, gate.Improved:
+		return ExitOK
+	case gate.Error:
+		return ExitFailure
+	}
+	return ExitGateFailed
+}
+
+// gateParams are the flags gate and baseline update share.
+type gateParams struct {
+	config    string
+	results   string
+	baselines string
+	names     stringList
+}
+
+func (p *gateParams) register(fs *flag.FlagSet) {
+	fs.StringVar(&p.config, "c", "slogate.yaml", "workload `file`")
+	fs.StringVar(&p.config, "config", "slogate.yaml", "workload `file` (same as -c)")
+	fs.StringVar(&p.results, "r", "", "`dir`ectory of run records (required)")
+	fs.StringVar(&p.results, "results", "", "`dir`ectory of run records (same as -r)")
+	fs.StringVar(&p.baselines, "baselines", "", "baselines `dir`ectory (default: gate.baselines, relative to the config file)")
+	fs.Var(&p.names, "w", "workload `name` (repeatable or comma-separated; default: all with records)")
+	fs.Var(&p.names, "workload", "workload `name` (same as -w)")
+}
+
+// gateInputs loads the config and the run records; a nil file means return code.
+func (a *app) gateInputs(p gateParams) (*workload.File, []*result.Record, int) {
+	if p.results == "" {
+		a.errorf("-r RESULTS_DIR is required: the directory 'slogate run -o' wrote the run records to")
+		return nil, nil, ExitBadInput
+	}
+	f, code := a.loadConfig(p.config)
+	if f == nil {
+		return nil, nil, code
+	}
+	if _, err := selectWorkloads(f, p.names); err != nil {
+		a.errorf("%v", err)
+		return nil, nil, ExitBadInput
+	}
+	recs, err := result.ReadDir(p.results)
+	if err != nil {
+		return nil, nil, a.gateError(err)
+	}
+	if len(recs) == 0 {
+		a.errorf("%s: no run records (*.json) to judge", p.results)
+		return nil, nil, ExitBadInput
+	}
+	return f, recs, ExitOK
+}
+
+// baselineStore is the --baselines directory, else gate.baselines resolved against the
+// config file's directory (so the command works from any working directory).
+func baselineStore(f *workload.File, flagDir string) gate.Store {
+	dir := flagDir
+	if dir == "" {
+		dir = f.Gate.Baselines
+		if dir == "" {
+			dir = "baselines"
+		}
+		if !filepath.IsAbs(dir) && f.Path != "" {
+			dir = filepath.Join(filepath.Dir(f.Path), dir)
+		}
+	}
+	return gate.DirStore(dir)
+}
+
+// gateError prints err and maps it to an exit code: what the user handed in is bad input;
+// anything else is a failure of the tool.
+func (a *app) gateError(err error) int {
+	a.errorf("%v", err)
+	var fe *gate.FileError
+	var ie *gate.InputError
+	var re *result.FormatError
+	var ue *gate.UnfitError
+	switch {
+	case errors.As(err, &fe), errors.As(err, &ie), errors.As(err, &re), errors.Is(err, fs.ErrNotExist):
+		return ExitBadInput
+	case errors.As(err, &ue):
+		return ExitFailure // an incomplete or saturated run: the tool or the engine failed
+	}
+	return ExitFailure
+}
+
+// writeJSON writes v as indented JSON atomically.
+func writeJSON(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	data = append(data, '\n')
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return nil
+}
