@@ -287,19 +287,18 @@ func ratioText(m gate.MetricResult) string {
 	return s
 }
 
-// ciExitCode maps a verdict to the exit code under fail-on.
+// ciExitCode maps a verdict to the exit code under fail-on: "fail" is the gate's own
+// mapping, "warn" also fails on warnings, "never" fails only when the tool or engine did.
 func ciExitCode(v gate.Verdict, failOn string) int {
 	switch {
 	case v == gate.Error:
 		return ExitFailure
 	case failOn == "never":
 		return ExitOK
-	case v == gate.Fail || v == gate.Incomparable:
-		return ExitGateFailed
 	case v == gate.Warn && failOn == "warn":
 		return ExitGateFailed
 	}
-	return ExitOK
+	return GateExitCode(v)
 }
 
 func (c *ci) modeBaseline(ctx context.Context) int {

@@ -61,12 +61,21 @@ func TestSweepFindsAnalyticalCapacity(t *testing.T) {
 	code := a.run(ctx, []string{"sweep", "-c", cfg, "-w", "cap", "--target", url, "-o", dir,
 		"--min-rate", "6", "--step-duration", "4s", "--precision", "5%"})
 	t.Logf("sweep took %v\n%s%s", time.Since(start).Round(100*time.Millisecond), out, errb)
-	if code != ExitOK {
-		t.Fatalf("exit %d", code)
-	}
 	sw, err := result.ReadSweep(filepath.Join(dir, "cap.sweep.json"))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("exit %d: %v", code, err)
+	}
+	// A machine loaded by others can starve the load generator (a 200 ms dispatch lag was
+	// seen on 2 busy cores). The sweep must then refuse to report a capacity, and this
+	// test can say nothing about the engine's: it checks the refusal and skips.
+	if code == ExitFailure && sw.Bound == result.BoundClient {
+		if sw.MaxSustainableRPS != nil {
+			t.Fatalf("client-limited sweep reported %g req/s", *sw.MaxSustainableRPS)
+		}
+		t.Skip("the machine was too loaded for the load generator to keep the schedule; the sweep refused to report a capacity, as it must")
+	}
+	if code != ExitOK {
+		t.Fatalf("exit %d", code)
 	}
 	if sw.MaxSustainableRPS == nil || sw.Bound != result.BoundSLO || sw.FirstFailingRPS == nil {
 		t.Fatalf("max %v bound %q first failing %v", sw.MaxSustainableRPS, sw.Bound, sw.FirstFailingRPS)

@@ -221,9 +221,14 @@ func article(jsonKind string) string {
 	return "a " + jsonKind
 }
 
+// OtherOutputs are the schemas of the files slogate writes beside run records in a
+// results directory (the gate's result, a sweep's summary): ReadDir passes over them.
+var OtherOutputs = []string{"slogate.gate/v1", "slogate.sweep/v1"}
+
 // ReadDir reads every *.json file of dir (not its subdirectories), in name order. Every
-// such file must be a run record: one that is not yields a *FormatError naming it, rather
-// than a baseline or result silently left out of a comparison.
+// such file must be a run record, or one of slogate's OtherOutputs: anything else yields a
+// *FormatError naming it, rather than a baseline or result silently left out of a
+// comparison.
 func ReadDir(dir string) ([]*Record, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -238,7 +243,18 @@ func ReadDir(dir string) ([]*Record, error) {
 	slices.Sort(names)
 	recs := make([]*Record, 0, len(names))
 	for _, n := range names {
-		r, err := Read(filepath.Join(dir, n))
+		path := filepath.Join(dir, n)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		var probe struct {
+			Schema string `json:"schema"`
+		}
+		if json.Unmarshal(data, &probe) == nil && slices.Contains(OtherOutputs, probe.Schema) {
+			continue
+		}
+		r, err := Decode(path, data)
 		if err != nil {
 			return nil, err
 		}

@@ -226,3 +226,22 @@ func TestReadDir(t *testing.T) {
 		t.Errorf("ReadDir error = %v, want a FormatError naming %s", err, bad)
 	}
 }
+
+func TestReadDirPassesOverOtherOutputs(t *testing.T) {
+	dir := t.TempDir()
+	rec := &Record{Schema: Schema, Workload: "w", WorkloadHash: "sha256:x", Requests: []Request{}}
+	if err := Write(filepath.Join(dir, "w.json"), rec); err != nil {
+		t.Fatal(err)
+	}
+	// The gate's result and a sweep summary sit beside records; a baseline must not.
+	os.WriteFile(filepath.Join(dir, "gate.json"), []byte(`{"schema":"slogate.gate/v1","verdict":"pass"}`), 0o644)
+	os.WriteFile(filepath.Join(dir, "w.sweep.json"), []byte(`{"schema":"slogate.sweep/v1"}`), 0o644)
+	recs, err := ReadDir(dir)
+	if err != nil || len(recs) != 1 || recs[0].Workload != "w" {
+		t.Fatalf("got %d records, %v", len(recs), err)
+	}
+	os.WriteFile(filepath.Join(dir, "b.json"), []byte(`{"schema":"slogate.baseline/v1"}`), 0o644)
+	if _, err := ReadDir(dir); err == nil || !strings.Contains(err.Error(), "b.json") {
+		t.Fatalf("a baseline in a results directory: err %v", err)
+	}
+}

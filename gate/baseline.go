@@ -1,0 +1,607 @@
+package gate
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"math"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/slogate/slogate/result"
+)
+
+// BaselineSchema identifies a baseline file.
+const BaselineSchema = "slogate.baseline/v1"
+
+// Baseline is a committed baseline: baselines/<workload>/<hardware>.json. It keeps what
+// the gate needs to compare a run with it (every request's values, to resample whole
+// requests), what the report shows (each trial's summary) and what drift and audit read
+// (the environment, the creation time), and nothing else: a run record of 2,000 requests
+// is several megabytes, its baseline a few hundred kilobytes.
+type Baseline struct {
+	Schema       string            `json:"schema"`
+	Workload     string            `json:"workload"`
+	WorkloadHash string            `json:"workload_hash"`
+	Hardware     string            `json:"hardware"`
+	Created      time.Time         `json:"created"`
+	ToolVersion  string            `json:"tool_version"`
+	Mode         string            `json:"mode"`
+	Environment  map[string]string `json:"environment,omitempty"`
+	// ITLSketch documents how Columns.ITL is encoded, for a person reading the file.
+	ITLSketch SketchInfo `json:"itl_sketch"`
+	// Trials in trial order; one for a workload without repeats.
+	Trials []Trial `json:"trials"`
+
+	runs []*run // decoded Trials
+}
+
+// SketchInfo describes the ITL sketch of a baseline file.
+type SketchInfo struct {
+	Gamma      float64 `json:"gamma"`
+	Resolution float64 `json:"resolution"` // largest relative error of a gap
+	Encoding   string  `json:"encoding"`
+}
+
+// Trial is one trial of a baseline.
+type Trial struct {
+	Trial    int            `json:"trial,omitempty"`
+	Start    time.Time      `json:"start"`
+	WindowS  float64        `json:"window_s"`
+	Summary  result.Summary `json:"summary"`
+	Requests Columns        `json:"requests"`
+}
+
+// Columns are the per-request values of one trial, one entry per measured request, in
+// record order. Latencies are whole microseconds, −1 where the request has none (a
+// failed request has no latency; a one-token reply no TPOT). OK and SLOMet are strings of
+// '0' and '1'. ITL holds each request's gaps as a sketch (see SketchEncoding), "" for
+// none.
+type Columns struct {
+	N            int      `json:"n"`
+	TTFTUS       []int64  `json:"ttft_us"`
+	TPOTUS       []int64  `json:"tpot_us"`
+	E2EUS        []int64  `json:"e2e_us"`
+	OutputTokens []int    `json:"output_tokens"`
+	OK           string   `json:"ok"`
+	SLOMet       string   `json:"slo_met"`
+	ITL          []string `json:"itl"`
+}
+
+// run is one trial as the gate computes on it, from a record (the candidate) or from a
+// baseline file: both sides go through the same columns, so they carry the same rounding.
+type run struct {
+	trial   int
+	window  float64 // measured window, seconds
+	summary *result.Summary
+	ttft    []int64 // µs, −1 for none
+	tpot    []int64
+	e2e     []int64
+	tokens  []int
+	ok, met []bool
+	itl     [][]float64 // sketch values, µs, ascending per request
+}
+
+func (r *run) len() int { return len(r.ok) }
+
+// FileError says that a baseline file cannot be used: not JSON, cut short, another kind of
+// file, or inconsistent. It is bad input (exit code 2), unlike an I/O error.
+type FileError struct {
+	Path   string
+	Reason string
+}
+
+func (e *FileError) Error() string { return e.Path + ": " + e.Reason }
+
+// UnfitError says that a run cannot be judged or become a baseline: it is incomplete, or
+// the load generator was saturated. It is a failure of the tool or the engine (exit code
+// 3), not of the change under test.
+type UnfitError struct {
+	Workload string
+	Trial    int
+	Reason   string
+}
+
+func (e *UnfitError) Error() string {
+	if e.Trial > 0 {
+		return fmt.Sprintf("%s trial %d: %s", e.Workload, e.Trial, e.Reason)
+	}
+	return e.Workload + ": " + e.Reason
+}
+
+// Unfit says why a run record cannot be judged or become a baseline; "" when it can.
+func Unfit(rec *result.Record) string {
+	switch {
+	case rec.Incomplete:
+		why := rec.IncompleteReason
+		if why == "" {
+			why = "no reason recorded"
+		}
+		return "the run is incomplete (" + why + ")"
+	case rec.Summary.ClientSaturated:
+		bound := "its bound"
+		if rec.MaxDispatchLagMS > 0 {
+			bound = fmt.Sprintf("%g ms", rec.MaxDispatchLagMS)
+		}
+		return fmt.Sprintf("the load generator was saturated (dispatch lag p99 %.3f ms > %s): the run measured the client, not the engine; rerun on a less loaded machine or shard the run",
+			rec.Summary.DispatchLagms.P99, bound)
+	case len(rec.Requests) == 0:
+		return "the run has no measured requests"
+	}
+	return ""
+}
+
+// HardwareOf is the hardware a record's baseline is filed under: its Hardware, else "cpu".
+func HardwareOf(rec *result.Record) string {
+	if rec.Hardware == "" {
+		return "cpu"
+	}
+	return rec.Hardware
+}
+
+// RelPath is where a baseline lives under the baselines directory, slash-separated
+// (the form io/fs wants).
+func RelPath(workload, hardware string) string {
+	return path.Join(workload, hardware+".json")
+}
+
+// FromRecords makes a baseline from the trials of one workload on one hardware. It
+// refuses (with an *UnfitError) a record that is incomplete or client-saturated.
+func FromRecords(recs []*result.Record, now time.Time) (*Baseline, error) {
+	if len(recs) == 0 {
+		return nil, errors.New("no run records to make a baseline from")
+	}
+	first := recs[0]
+	for _, r := range recs {
+		switch {
+		case r.Workload != first.Workload:
+			return nil, fmt.Errorf("records of workloads %q and %q cannot share a baseline", first.Workload, r.Workload)
+		case r.WorkloadHash != first.WorkloadHash:
+			return nil, fmt.Errorf("%s: records with workload hashes %s and %s cannot share a baseline", first.Workload, first.WorkloadHash, r.WorkloadHash)
+		case HardwareOf(r) != HardwareOf(first):
+			return nil, fmt.Errorf("%s: records of hardware %q and %q cannot share a baseline", first.Workload, HardwareOf(first), HardwareOf(r))
+		}
+		if why := Unfit(r); why != "" {
+			return nil, &UnfitError{Workload: r.Workload, Trial: r.Trial, Reason: why}
+		}
+	}
+	if first.Workload == "" {
+		return nil, errors.New("run record has no workload name")
+	}
+	if first.WorkloadHash == "" {
+		return nil, fmt.Errorf("%s: run record has no workload hash", first.Workload)
+	}
+	sorted, err := sortTrials(recs)
+	if err != nil {
+		return nil, err
+	}
+	b := &Baseline{
+		Schema:       BaselineSchema,
+		Workload:     first.Workload,
+		WorkloadHash: first.WorkloadHash,
+		Hardware:     HardwareOf(first),
+		Created:      now.UTC().Truncate(time.Second),
+		ToolVersion:  first.ToolVersion,
+		Mode:         first.Mode,
+		Environment:  maps.Clone(first.Environment),
+		ITLSketch:    sketchInfo(),
+	}
+	for _, r := range sorted {
+		b.Trials = append(b.Trials, Trial{
+			Trial:    r.Trial,
+			Start:    r.Start,
+			WindowS:  r.Summary.DurationS,
+			Summary:  r.Summary,
+			Requests: columnsOf(r),
+		})
+		b.runs = append(b.runs, runOf(r))
+	}
+	return b, nil
+}
+
+func sketchInfo() SketchInfo {
+	return SketchInfo{Gamma: SketchGamma, Resolution: math.Round(SketchResolution*1e6) / 1e6, Encoding: SketchEncoding}
+}
+
+// sortTrials orders the trials of one workload and refuses two records of one trial.
+func sortTrials(recs []*result.Record) ([]*result.Record, error) {
+	s := slices.Clone(recs)
+	slices.SortStableFunc(s, func(a, b *result.Record) int { return a.Trial - b.Trial })
+	for i := 1; i < len(s); i++ {
+		if s[i].Trial == s[i-1].Trial {
+			return nil, fmt.Errorf("%s: two run records of trial %d (on %s): keep one results directory per run", s[i].Workload, s[i].Trial, HardwareOf(s[i]))
+		}
+	}
+	return s, nil
+}
+
+// requestValues are the per-request values both sides are computed from.
+func requestValues(q *result.Request) (ttft, tpot, e2e int64) {
+	ttft, tpot, e2e = -1, -1, -1
+	if !q.OK() {
+		return
+	}
+	if v, ok := q.TTFTUS(); ok {
+		ttft = max(v, 0)
+	}
+	if v, ok := q.TPOTUS(); ok {
+		tpot = max(int64(math.Round(v)), 0)
+	}
+	if v, ok := q.E2EUS(); ok {
+		e2e = max(v, 0)
+	}
+	return
+}
+
+func columnsOf(rec *result.Record) Columns {
+	n := len(rec.Requests)
+	c := Columns{
+		N:      n,
+		TTFTUS: make([]int64, n), TPOTUS: make([]int64, n), E2EUS: make([]int64, n),
+		OutputTokens: make([]int, n),
+		ITL:          make([]string, n),
+	}
+	ok, met := make([]byte, n), make([]byte, n)
+	for i := range rec.Requests {
+		q := &rec.Requests[i]
+		c.TTFTUS[i], c.TPOTUS[i], c.E2EUS[i] = requestValues(q)
+		c.OutputTokens[i] = q.OutputTokens
+		ok[i], met[i] = bit(q.OK()), bit(q.OK() && q.SLOMet)
+		if q.OK() {
+			c.ITL[i] = encodeSketch(q.ITLUS)
+		}
+	}
+	c.OK, c.SLOMet = string(ok), string(met)
+	return c
+}
+
+func bit(b bool) byte {
+	if b {
+		return '1'
+	}
+	return '0'
+}
+
+// runOf is a candidate record as the gate computes on it: the same values a baseline of
+// it would hold, its gaps rounded as a sketch rounds them.
+func runOf(rec *result.Record) *run {
+	n := len(rec.Requests)
+	r := &run{
+		trial:   rec.Trial,
+		window:  rec.Summary.DurationS,
+		summary: &rec.Summary,
+		ttft:    make([]int64, n), tpot: make([]int64, n), e2e: make([]int64, n),
+		tokens: make([]int, n),
+		ok:     make([]bool, n), met: make([]bool, n),
+		itl: make([][]float64, n),
+	}
+	for i := range rec.Requests {
+		q := &rec.Requests[i]
+		r.ttft[i], r.tpot[i], r.e2e[i] = requestValues(q)
+		r.tokens[i] = q.OutputTokens
+		r.ok[i], r.met[i] = q.OK(), q.OK() && q.SLOMet
+		if q.OK() {
+			r.itl[i] = quantizeGaps(q.ITLUS)
+		}
+	}
+	return r
+}
+
+// decode checks one trial's columns and turns them into a run.
+func (t *Trial) decode() (*run, error) {
+	c := &t.Requests
+	n := c.N
+	if n < 0 {
+		return nil, fmt.Errorf("n is %d", n)
+	}
+	for _, col := range []struct {
+		name string
+		len  int
+	}{{"ttft_us", len(c.TTFTUS)}, {"tpot_us", len(c.TPOTUS)}, {"e2e_us", len(c.E2EUS)}, {"output_tokens", len(c.OutputTokens)}, {"ok", len(c.OK)}, {"slo_met", len(c.SLOMet)}, {"itl", len(c.ITL)}} {
+		if col.len != n {
+			return nil, fmt.Errorf("requests.%s has %d entries for %d requests", col.name, col.len, n)
+		}
+	}
+	if n != t.Summary.Requests {
+		return nil, fmt.Errorf("%d requests in the columns, %d in the summary", n, t.Summary.Requests)
+	}
+	if !(t.WindowS >= 0) || math.IsInf(t.WindowS, 0) {
+		return nil, fmt.Errorf("window_s is %v", t.WindowS)
+	}
+	r := &run{
+		trial: t.Trial, window: t.WindowS, summary: &t.Summary,
+		ttft: c.TTFTUS, tpot: c.TPOTUS, e2e: c.E2EUS, tokens: c.OutputTokens,
+		ok: make([]bool, n), met: make([]bool, n), itl: make([][]float64, n),
+	}
+	for i := range n {
+		var err error
+		if r.ok[i], err = parseBit(c.OK[i]); err != nil {
+			return nil, fmt.Errorf("requests.ok[%d]: %v", i, err)
+		}
+		if r.met[i], err = parseBit(c.SLOMet[i]); err != nil {
+			return nil, fmt.Errorf("requests.slo_met[%d]: %v", i, err)
+		}
+		if r.itl[i], err = decodeSketch(c.ITL[i]); err != nil {
+			return nil, fmt.Errorf("requests.itl[%d]: %v", i, err)
+		}
+		for _, col := range []struct {
+			name string
+			v    int64
+		}{{"ttft_us", c.TTFTUS[i]}, {"tpot_us", c.TPOTUS[i]}, {"e2e_us", c.E2EUS[i]}} {
+			if col.v < -1 {
+				return nil, fmt.Errorf("requests.%s[%d] is %d", col.name, i, col.v)
+			}
+		}
+	}
+	return r, nil
+}
+
+func parseBit(c byte) (bool, error) {
+	switch c {
+	case '0':
+		return false, nil
+	case '1':
+		return true, nil
+	}
+	return false, fmt.Errorf("%q is neither '0' nor '1'", c)
+}
+
+// Marshal encodes a baseline as written to disk: the top levels one member per line, so
+// that a change of version or summary reads as such in a diff, and each column on one
+// line, which keeps the file compact.
+func Marshal(b *Baseline) ([]byte, error) {
+	var compact bytes.Buffer
+	enc := json.NewEncoder(&compact)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(b); err != nil {
+		return nil, err
+	}
+	src := bytes.TrimRight(compact.Bytes(), "\n")
+	out := bytes.NewBuffer(make([]byte, 0, len(src)+len(src)/16))
+	indent(out, src, 4)
+	out.WriteByte('\n')
+	return out.Bytes(), nil
+}
+
+// indent writes compact JSON src to dst with containers opened at depth ≤ maxDepth
+// expanded one member per line and deeper ones left compact.
+func indent(dst *bytes.Buffer, src []byte, maxDepth int) {
+	newline := func(depth int) {
+		dst.WriteByte('\n')
+		for range depth {
+			dst.WriteString("  ")
+		}
+	}
+	depth := 0
+	inString, escaped := false, false
+	for i, c := range src {
+		if inString {
+			dst.WriteByte(c)
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+			dst.WriteByte(c)
+		case '{', '[':
+			depth++
+			dst.WriteByte(c)
+			empty := i+1 < len(src) && (src[i+1] == '}' || src[i+1] == ']')
+			if depth <= maxDepth && !empty {
+				newline(depth)
+			}
+		case '}', ']':
+			if depth <= maxDepth && src[i-1] != '{' && src[i-1] != '[' {
+				newline(depth - 1)
+			}
+			dst.WriteByte(c)
+			depth--
+		case ',':
+			dst.WriteByte(c)
+			if depth <= maxDepth {
+				newline(depth)
+			}
+		case ':':
+			dst.WriteByte(c)
+			if depth <= maxDepth {
+				dst.WriteByte(' ')
+			}
+		default:
+			dst.WriteByte(c)
+		}
+	}
+}
+
+// Write writes b to dir/<workload>/<hardware>.json atomically (a temporary file in the
+// same directory, synced, then renamed) and returns the path.
+func Write(dir string, b *Baseline) (string, error) {
+	for _, part := range []struct{ what, v string }{{"workload", b.Workload}, {"hardware", b.Hardware}} {
+		if part.v == "" || part.v == "." || part.v == ".." || strings.ContainsAny(part.v, `/\`+"\x00") {
+			return "", fmt.Errorf("baseline %s %q cannot name a file", part.what, part.v)
+		}
+	}
+	data, err := Marshal(b)
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, filepath.FromSlash(RelPath(b.Workload, b.Hardware)))
+	d := filepath.Dir(p)
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp(d, "."+filepath.Base(p)+".*.tmp")
+	if err != nil {
+		return "", err
+	}
+	tmp := f.Name()
+	fail := func(err error) (string, error) {
+		f.Close()
+		os.Remove(tmp)
+		return "", err
+	}
+	if _, err := f.Write(data); err != nil {
+		return fail(err)
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := f.Chmod(0o644); err != nil {
+		return fail(err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return "", err
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		os.Remove(tmp)
+		return "", err
+	}
+	if dh, err := os.Open(d); err == nil {
+		_ = dh.Sync()
+		dh.Close()
+	}
+	return p, nil
+}
+
+// Load reads and checks the baseline at path in fsys (a directory on disk, or a copy
+// embedded in the binary). A file that is not a usable baseline yields a *FileError
+// naming path; a missing file an error that matches fs.ErrNotExist.
+func Load(fsys fs.FS, path string) (*Baseline, error) {
+	data, err := fs.ReadFile(fsys, path)
+	if err != nil {
+		return nil, err
+	}
+	return Decode(path, data)
+}
+
+// Decode parses and checks a baseline; name is used in errors.
+func Decode(name string, data []byte) (*Baseline, error) {
+	bad := func(format string, args ...any) error {
+		return &FileError{Path: name, Reason: fmt.Sprintf(format, args...)}
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, bad("empty file, not a slogate baseline")
+	}
+	var probe struct {
+		Schema *string `json:"schema"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		var syn *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &syn):
+			return nil, bad("truncated or corrupt JSON at offset %d: %s", syn.Offset, strings.TrimPrefix(syn.Error(), "json: "))
+		case errors.As(err, &typ) && typ.Field == "":
+			return nil, bad("not a slogate baseline (the JSON is %s, not an object)", typ.Value)
+		case errors.As(err, &typ):
+			return nil, bad("not a slogate baseline (schema is %s, not a string)", typ.Value)
+		}
+		return nil, bad("%v", err)
+	}
+	switch {
+	case probe.Schema == nil:
+		return nil, bad("not a slogate baseline (no schema field; expected %q)", BaselineSchema)
+	case *probe.Schema == result.Schema:
+		return nil, bad("a run record (schema %q), not a baseline (%q): make baselines from run records with `slogate baseline update`", result.Schema, BaselineSchema)
+	case *probe.Schema != BaselineSchema && strings.HasPrefix(*probe.Schema, "slogate.baseline/"):
+		return nil, bad("a baseline this tool cannot read (schema %q; this tool reads %q)", *probe.Schema, BaselineSchema)
+	case *probe.Schema != BaselineSchema:
+		return nil, bad("not a slogate baseline (schema %q; expected %q)", *probe.Schema, BaselineSchema)
+	}
+	var b Baseline
+	if err := json.Unmarshal(data, &b); err != nil {
+		var typ *json.UnmarshalTypeError
+		if errors.As(err, &typ) {
+			return nil, bad("field %s: a JSON %s cannot be a %s (offset %d)", typ.Field, typ.Value, typ.Type, typ.Offset)
+		}
+		return nil, bad("%v", err)
+	}
+	switch {
+	case b.Workload == "":
+		return nil, bad("baseline has no workload name")
+	case b.WorkloadHash == "":
+		return nil, bad("baseline has no workload_hash")
+	case b.Hardware == "":
+		return nil, bad("baseline has no hardware")
+	case len(b.Trials) == 0:
+		return nil, bad("baseline has no trials")
+	case b.ITLSketch.Gamma != SketchGamma:
+		return nil, bad("ITL sketch with gamma %v; this tool reads gamma %v", b.ITLSketch.Gamma, SketchGamma)
+	}
+	for i := range b.Trials {
+		r, err := b.Trials[i].decode()
+		if err != nil {
+			return nil, bad("trial %d: %v", i+1, err)
+		}
+		b.runs = append(b.runs, r)
+	}
+	return &b, nil
+}
+
+// Store is where baselines are looked up: a directory on disk, or a copy embedded in the
+// binary.
+type Store struct {
+	// FS holds the baselines directory at its root.
+	FS fs.FS
+	// Dir is the directory as a person should read it in paths and messages.
+	Dir string
+}
+
+// DirStore is the baselines directory dir on disk.
+func DirStore(dir string) Store { return Store{FS: os.DirFS(dir), Dir: dir} }
+
+// Path is the path of a baseline as shown to a person.
+func (s Store) Path(workload, hardware string) string {
+	return filepath.Join(s.Dir, filepath.FromSlash(RelPath(workload, hardware)))
+}
+
+// Lookup loads the baseline of workload on hardware. A missing file is not an error: it
+// returns nil and the path where the baseline would be. A file that cannot be used, or
+// that holds another workload's or hardware's baseline, is a *FileError naming it.
+func (s Store) Lookup(workload, hardware string) (*Baseline, string, error) {
+	shown := s.Path(workload, hardware)
+	b, err := s.load(RelPath(workload, hardware))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, shown, nil
+	case err != nil:
+		return nil, shown, err
+	case b.Workload != workload:
+		return nil, shown, &FileError{Path: shown, Reason: fmt.Sprintf("holds the baseline of workload %q, not %q: a file copied into the wrong directory?", b.Workload, workload)}
+	case b.Hardware != hardware:
+		return nil, shown, &FileError{Path: shown, Reason: fmt.Sprintf("holds the baseline of hardware %q, not %q: a file copied under the wrong name?", b.Hardware, hardware)}
+	}
+	return b, shown, nil
+}
+
+// load is Load with errors naming the file as a person sees it.
+func (s Store) load(rel string) (*Baseline, error) {
+	if s.FS == nil {
+		return nil, fs.ErrNotExist
+	}
+	b, err := Load(s.FS, rel)
+	var fe *FileError
+	if errors.As(err, &fe) {
+		fe.Path = filepath.Join(s.Dir, filepath.FromSlash(rel))
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) && !errors.Is(err, fs.ErrNotExist) {
+		pe.Path = filepath.Join(s.Dir, filepath.FromSlash(rel))
+	}
+	return b, err
+}

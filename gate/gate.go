@@ -1,0 +1,553 @@
+// Package gate owns the verdict: the baseline store (baselines/<workload>/<hardware>.json,
+// with the compact per-request data a bootstrap needs), the rules of a workload file
+// mapped to statistics over whole requests, the comparison of a run with its baseline
+// (through gate/stats), drift between their environments, and the audit of committed
+// baselines.
+//
+// It returns plain, JSON-serializable results and renders nothing: the report package
+// turns them into tables and comments, the command line into exit codes.
+package gate
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/slogate/slogate/gate/stats"
+	"github.com/slogate/slogate/result"
+	"github.com/slogate/slogate/workload"
+)
+
+// Verdict is the outcome of a metric, a workload or the whole gate.
+type Verdict = stats.Verdict
+
+// Verdicts. Error is the gate's own: the run cannot be judged (incomplete, or the load
+// generator saturated), which is a failure of the tool or the engine, not of the change.
+const (
+	Pass                 = stats.Pass
+	Warn                 = stats.Warn
+	Fail                 = stats.Fail
+	Improved             = stats.Improved
+	Incomparable         = stats.Incomparable
+	Error        Verdict = "error"
+)
+
+// severity orders verdicts: error > fail > incomparable > warn > improved > pass.
+// Incomparable ranks above warn because it is not a pass: nothing was shown either way.
+func severity(v Verdict) int {
+	switch v {
+	case Pass:
+		return 0
+	case Improved:
+		return 1
+	case Warn:
+		return 2
+	case Incomparable:
+		return 3
+	case Fail:
+		return 4
+	case Error:
+		return 5
+	}
+	return 3 // an unknown verdict is not a pass
+}
+
+// Worst is the most severe of vs; Pass when there are none.
+func Worst(vs ...Verdict) Verdict {
+	w := Pass
+	for _, v := range vs {
+		if severity(v) > severity(w) {
+			w = v
+		}
+	}
+	return w
+}
+
+// ResultSchema identifies a gate result file (gate.json).
+const ResultSchema = "slogate.gate/v1"
+
+// Result is the whole gate: one entry per workload and hardware judged.
+type Result struct {
+	Schema     string           `json:"schema"` // ResultSchema
+	Verdict    Verdict          `json:"verdict"`
+	Config     string           `json:"config,omitempty"`
+	Baselines  string           `json:"baselines,omitempty"`
+	Resamples  int              `json:"resamples"`
+	Confidence float64          `json:"confidence"`
+	Seed       int64            `json:"seed"`
+	Workloads  []WorkloadResult `json:"workloads"`
+	// Warnings concern the input as a whole (records of workloads the config does not
+	// define, workloads without records).
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// WorkloadResult is the verdict of one workload on one hardware.
+type WorkloadResult struct {
+	Name     string `json:"name"`
+	Hardware string `json:"hardware"`
+	// WorkloadHash is the run's; BaselineHash the baseline's (they differ when the
+	// verdict is incomparable because the workload changed).
+	WorkloadHash    string     `json:"workload_hash"`
+	BaselinePath    string     `json:"baseline_path"`
+	BaselineHash    string     `json:"baseline_hash,omitempty"`
+	BaselineCreated *time.Time `json:"baseline_created,omitempty"`
+	Verdict         Verdict    `json:"verdict"`
+	// Reason says why the workload was not compared metric by metric (error, missing
+	// baseline, workload changed); "" when it was.
+	Reason  string         `json:"reason,omitempty"`
+	Metrics []MetricResult `json:"metrics"`
+	// Drift holds every environment field of either side, changed or not.
+	Drift  []DriftResult `json:"drift,omitempty"`
+	Trials TrialCounts   `json:"trials"`
+	// Summaries of each trial, for rendering; BaselineSummaries is empty without a
+	// baseline.
+	BaselineSummaries  []result.Summary `json:"baseline_summaries,omitempty"`
+	CandidateSummaries []result.Summary `json:"candidate_summaries"`
+	Warnings           []string         `json:"warnings,omitempty"`
+}
+
+// TrialCounts are the number of trials on each side.
+type TrialCounts struct {
+	Baseline  int `json:"baseline"`
+	Candidate int `json:"candidate"`
+}
+
+// Methods of comparison in MetricResult.Method.
+const (
+	MethodBootstrap = "bootstrap" // ratio with a bootstrap interval over whole requests
+	MethodTrials    = "trials"    // repeated trials: median ratio, interval = trial spread
+	MethodExact     = "exact"     // a deterministic metric: the tolerance alone
+	MethodAbsolute  = "absolute"  // an absolute limit on the candidate alone
+	MethodNone      = "none"      // nothing could be compared (no data)
+)
+
+// MetricResult is one rule's outcome. Values are in Unit (a latency in ms, a rate as a
+// fraction); nil where there is no value (no baseline, an incomparable ratio).
+type MetricResult struct {
+	Metric    string   `json:"metric"`
+	Unit      string   `json:"unit"`
+	Direction string   `json:"direction,omitempty"` // higher | lower; "" for an absolute-only rule
+	Tolerance float64  `json:"tolerance"`
+	Max       *float64 `json:"max,omitempty"`
+	Min       *float64 `json:"min,omitempty"`
+	Method    string   `json:"method"`
+	Baseline  *float64 `json:"baseline"`
+	Candidate *float64 `json:"candidate"`
+	// Ratio is candidate/baseline; Lo and Hi bound its interval at the gate's confidence
+	// (the trial spread for repeated trials; equal to Ratio for an exact metric).
+	Ratio *float64 `json:"ratio"`
+	Lo    *float64 `json:"lo"`
+	Hi    *float64 `json:"hi"`
+	// Resolution is the interval's expected half-width as a fraction: what these sample
+	// sizes can tell from noise. 0 when not bootstrapped.
+	Resolution float64 `json:"resolution,omitempty"`
+	// Per-trial values with repeated trials.
+	BaselineTrials  []float64 `json:"baseline_trials,omitempty"`
+	CandidateTrials []float64 `json:"candidate_trials,omitempty"`
+	Verdict         Verdict   `json:"verdict"`
+	Warnings        []string  `json:"warnings,omitempty"`
+}
+
+// InputError is input the gate cannot judge (no records, two records of one trial, an
+// unknown workload or metric): bad input, exit code 2.
+type InputError struct{ Reason string }
+
+func (e *InputError) Error() string { return e.Reason }
+
+func inputErrorf(format string, args ...any) error {
+	return &InputError{Reason: fmt.Sprintf(format, args...)}
+}
+
+// Input is what the gate judges.
+type Input struct {
+	Config *workload.File
+	// Runs are the candidate's run records, any number of workloads and trials.
+	Runs []*result.Record
+	// Store holds the baselines.
+	Store Store
+	// Workloads restricts the gate to these names; each must have runs. Empty: every
+	// workload of Config that has runs.
+	Workloads []string
+}
+
+// Evaluate compares each workload's runs with its baseline. The error is an
+// *InputError or a *FileError (a baseline file that cannot be used) for bad input, or
+// an I/O error.
+func Evaluate(in Input) (*Result, error) {
+	cfg := in.Config
+	if cfg == nil {
+		return nil, errors.New("gate: no config")
+	}
+	g := cfg.Gate
+	res := &Result{
+		Schema: ResultSchema, Config: cfg.Path, Baselines: in.Store.Dir,
+		Resamples: cmp.Or(g.Resamples, stats.DefaultResamples), Confidence: cmp.Or(g.Confidence, stats.DefaultConfidence), Seed: g.Seed,
+	}
+	rules := g.Rules
+	if len(rules) == 0 {
+		rules = workload.DefaultRules()
+	}
+	defs := make([]metricDef, len(rules))
+	for i, r := range rules {
+		d, err := lookupMetric(r.Metric)
+		if err != nil {
+			return nil, inputErrorf("%s: gate.rules: %v", cfg.Path, err)
+		}
+		if r.Direction != "" {
+			if _, err := parseDirection(r.Direction); err != nil {
+				return nil, inputErrorf("%s: gate.rules.%s: %v", cfg.Path, r.Metric, err)
+			}
+		}
+		defs[i] = d
+	}
+
+	type key struct{ workload, hardware string }
+	groups := map[key][]*result.Record{}
+	for _, r := range in.Runs {
+		k := key{r.Workload, HardwareOf(r)}
+		groups[k] = append(groups[k], r)
+	}
+	byName := map[string]*workload.Workload{}
+	for i := range cfg.Workloads {
+		byName[cfg.Workloads[i].Name] = &cfg.Workloads[i]
+	}
+	hasRuns := map[string][]string{} // workload -> hardware keys, sorted
+	for k := range groups {
+		if byName[k.workload] == nil {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("run records of workload %q, which %s does not define: not judged", k.workload, cfg.Path))
+			continue
+		}
+		hasRuns[k.workload] = append(hasRuns[k.workload], k.hardware)
+	}
+	slices.Sort(res.Warnings)
+
+	var selected []*workload.Workload
+	if len(in.Workloads) > 0 {
+		for _, n := range in.Workloads {
+			w := byName[n]
+			switch {
+			case w == nil:
+				return nil, inputErrorf("%s: no workload %q", cfg.Path, n)
+			case len(hasRuns[n]) == 0:
+				return nil, inputErrorf("no run record of workload %q among the results", n)
+			}
+			selected = append(selected, w)
+		}
+	} else {
+		for i := range cfg.Workloads {
+			w := &cfg.Workloads[i]
+			if len(hasRuns[w.Name]) == 0 {
+				res.Warnings = append(res.Warnings, fmt.Sprintf("workload %q has no run record among the results: not judged", w.Name))
+				continue
+			}
+			selected = append(selected, w)
+		}
+	}
+	if len(selected) == 0 {
+		return nil, inputErrorf("no run records of the workloads of %s to judge", cfg.Path)
+	}
+
+	for _, w := range selected {
+		hws := hasRuns[w.Name]
+		slices.Sort(hws)
+		for _, hw := range hws {
+			wr, err := judgeWorkload(cfg, w, hw, groups[key{w.Name, hw}], in.Store, rules, defs)
+			if err != nil {
+				return nil, err
+			}
+			res.Workloads = append(res.Workloads, *wr)
+		}
+	}
+	vs := make([]Verdict, len(res.Workloads))
+	for i, w := range res.Workloads {
+		vs[i] = w.Verdict
+	}
+	res.Verdict = Worst(vs...)
+	return res, nil
+}
+
+func judgeWorkload(cfg *workload.File, w *workload.Workload, hw string, recs []*result.Record, store Store, rules []workload.Rule, defs []metricDef) (*WorkloadResult, error) {
+	recs, err := sortTrials(recs)
+	if err != nil {
+		return nil, &InputError{Reason: err.Error()}
+	}
+	first := recs[0]
+	wr := &WorkloadResult{
+		Name: w.Name, Hardware: hw, WorkloadHash: first.WorkloadHash,
+		BaselinePath: store.Path(w.Name, hw),
+		Metrics:      []MetricResult{},
+		Trials:       TrialCounts{Candidate: len(recs)},
+	}
+	for _, r := range recs {
+		if r.WorkloadHash != first.WorkloadHash {
+			return nil, inputErrorf("%s: trials with workload hashes %s and %s in one set of results", w.Name, first.WorkloadHash, r.WorkloadHash)
+		}
+		wr.CandidateSummaries = append(wr.CandidateSummaries, r.Summary)
+	}
+	if h := workload.Hash(cfg, w); h != first.WorkloadHash {
+		wr.Warnings = append(wr.Warnings, fmt.Sprintf("the run records were made from another definition of %q than %s has now (run hash %s, file hash %s): rerun them", w.Name, cfg.Path, first.WorkloadHash, h))
+	}
+	for _, r := range recs {
+		if why := Unfit(r); why != "" {
+			wr.Verdict = Error
+			wr.Reason = why
+			if r.Trial > 0 {
+				wr.Reason = fmt.Sprintf("trial %d: %s", r.Trial, why)
+			}
+			wr.Reason = "the gate refuses to judge this run: " + wr.Reason
+			return wr, nil
+		}
+	}
+	cand := make([]*run, len(recs))
+	for i, r := range recs {
+		cand[i] = runOf(r)
+	}
+
+	b, _, err := store.Lookup(w.Name, hw)
+	if err != nil {
+		return nil, err
+	}
+	var base []*run
+	var verdicts []Verdict
+	switch {
+	case b == nil:
+		v := Warn
+		if cfg.Gate.MissingBaseline == "fail" {
+			v = Fail
+		}
+		verdicts = append(verdicts, v)
+		wr.Reason = fmt.Sprintf("no baseline at %s: create it from these run records with `slogate baseline update -c %s -r RESULTS_DIR` on %s hardware and commit it (gate.missing_baseline: %s)",
+			wr.BaselinePath, cfg.Path, hw, cmp.Or(cfg.Gate.MissingBaseline, "warn"))
+	default:
+		created := b.Created
+		wr.BaselineCreated, wr.BaselineHash = &created, b.WorkloadHash
+		wr.Trials.Baseline = len(b.Trials)
+		for _, t := range b.Trials {
+			wr.BaselineSummaries = append(wr.BaselineSummaries, t.Summary)
+		}
+		wr.Drift = CompareEnv(b.Environment, first.Environment, cfg.Gate.Drift)
+		for _, d := range wr.Drift {
+			verdicts = append(verdicts, d.Verdict)
+		}
+		if b.WorkloadHash != first.WorkloadHash {
+			verdicts = append(verdicts, Incomparable)
+			wr.Reason = fmt.Sprintf("workload changed: baseline hash %s, run hash %s; refresh the baseline with `slogate baseline update`", b.WorkloadHash, first.WorkloadHash)
+		} else {
+			base = b.runs
+		}
+	}
+
+	// Rules are independent and each comparison is seeded, so they run in parallel and
+	// give the same result as one after another.
+	ms := make([]MetricResult, len(rules))
+	judged := make([]bool, len(rules))
+	var wg sync.WaitGroup
+	for i := range rules {
+		wg.Go(func() { ms[i], judged[i] = evalRule(rules[i], defs[i], base, cand, cfg.Gate) })
+	}
+	wg.Wait()
+	for i, m := range ms {
+		if judged[i] {
+			wr.Metrics = append(wr.Metrics, m)
+			verdicts = append(verdicts, m.Verdict)
+		}
+	}
+	wr.Verdict = Worst(verdicts...)
+	return wr, nil
+}
+
+// evalRule judges one rule. base is nil when there is no comparable baseline: then only
+// the rule's absolute limits are checked, on the candidate alone, and a rule without one
+// is not judged at all (false): a row saying "pass" where nothing was compared would
+// mislead, and the workload's reason already says why.
+func evalRule(rule workload.Rule, def metricDef, base, cand []*run, g workload.GateConfig) (MetricResult, bool) {
+	m := MetricResult{Metric: rule.Metric, Unit: def.unit, Tolerance: rule.Tolerance, Max: rule.Max, Min: rule.Min, Method: MethodNone}
+	absolute := rule.Max != nil || rule.Min != nil
+	relative := rule.Direction != "" || rule.Tolerance > 0 || !absolute
+	dir := def.natural
+	if rule.Direction != "" {
+		dir, _ = parseDirection(rule.Direction) // checked by Evaluate
+	}
+	if relative {
+		m.Direction = dir.String()
+	}
+	m.Warnings = append(m.Warnings, def.notes...)
+
+	var verdicts []Verdict
+	if def.kind == kindMissing {
+		m.Verdict = Warn
+		m.Warnings = append(m.Warnings, def.missing)
+		return m, true
+	}
+
+	// Per-trial values in the metric's unit, NaN where a trial has none.
+	values := func(runs []*run) ([]float64, []stats.Metric) {
+		vs := make([]float64, len(runs))
+		var ms []stats.Metric
+		for i, r := range runs {
+			if def.kind == kindExact {
+				v, ok := def.exact(r)
+				vs[i] = math.NaN()
+				if ok {
+					vs[i] = v
+				}
+				continue
+			}
+			mt := def.build(r)
+			ms = append(ms, mt)
+			vs[i] = stats.Value(mt)
+		}
+		return vs, ms
+	}
+	cv, cms := values(cand)
+	candVal := medianOf(cv)
+	m.Candidate = scaled(candVal, def.scale)
+	if len(cand) > 1 {
+		m.CandidateTrials = scaleAll(cv, def.scale)
+	}
+	var bv []float64
+	var bms []stats.Metric
+	if base != nil {
+		bv, bms = values(base)
+		m.Baseline = scaled(medianOf(bv), def.scale)
+		if len(base) > 1 {
+			m.BaselineTrials = scaleAll(bv, def.scale)
+		}
+	}
+
+	if relative && base != nil {
+		pol := stats.Policy{Direction: dir, Tolerance: rule.Tolerance, Resamples: g.Resamples, Confidence: g.Confidence, Seed: uint64(g.Seed)}
+		baseVal := medianOf(bv)
+		switch {
+		case def.kind == kindExact && math.IsNaN(candVal) && math.IsNaN(baseVal):
+			verdicts = append(verdicts, Warn)
+			m.Warnings = append(m.Warnings, def.missing)
+		case def.kind == kindExact && math.IsNaN(candVal):
+			verdicts = append(verdicts, Incomparable)
+			m.Warnings = append(m.Warnings, "the baseline has a value and this run none: "+def.missing)
+		case def.kind == kindExact && math.IsNaN(baseVal):
+			verdicts = append(verdicts, Warn)
+			m.Warnings = append(m.Warnings, "the baseline has no value to compare with: refresh it with `slogate baseline update`")
+		case allZero(bv) && allZero(cv):
+			// Nothing on either side (no errors before, none now): no change, where a
+			// ratio would be 0/0.
+			m.Method = methodFor(def, base, cand)
+			one := 1.0
+			m.Ratio, m.Lo, m.Hi = &one, &one, &one
+			verdicts = append(verdicts, Pass)
+		case def.kind == kindExact:
+			r := stats.CompareExact(baseVal, candVal, pol)
+			m.Method = MethodExact
+			m.setRatio(r.Verdict, r.Point, r.Lo, r.Hi)
+			m.Warnings = append(m.Warnings, r.Warnings...)
+			verdicts = append(verdicts, r.Verdict)
+		case len(base) == 1 && len(cand) == 1:
+			r := stats.Compare(bms[0], cms[0], pol)
+			m.Method = MethodBootstrap
+			m.setRatio(r.Verdict, r.Point, r.Lo, r.Hi)
+			m.Resolution = r.Resolution
+			m.Warnings = append(m.Warnings, r.Warnings...)
+			verdicts = append(verdicts, r.Verdict)
+		default:
+			r := stats.CompareTrials(bms, cms, pol)
+			m.Method = MethodTrials
+			m.setRatio(r.Verdict, r.Point, r.Lo, r.Hi)
+			m.Warnings = append(m.Warnings, r.Warnings...)
+			verdicts = append(verdicts, r.Verdict)
+		}
+	}
+	if slices.Contains(verdicts, Incomparable) && medianOf(bv) == 0 {
+		m.Warnings = append(m.Warnings, "a baseline of 0 has no ratio to compare with: give this rule an absolute limit (max or min) instead of a tolerance")
+	}
+	if absolute {
+		if m.Method == MethodNone {
+			m.Method = MethodAbsolute
+		}
+		c := stats.CheckAbsolute(candVal*def.scale, rule.Min, rule.Max)
+		for _, w := range c.Warnings {
+			m.Warnings = append(m.Warnings, "absolute limit: "+w)
+		}
+		if c.Verdict == Fail {
+			m.Warnings = append(m.Warnings, "absolute limit: "+limitText(rule, candVal*def.scale))
+		}
+		verdicts = append(verdicts, c.Verdict)
+	}
+	if len(verdicts) == 0 {
+		return m, false
+	}
+	m.Verdict = Worst(verdicts...)
+	return m, true
+}
+
+func methodFor(def metricDef, base, cand []*run) string {
+	switch {
+	case def.kind == kindExact:
+		return MethodExact
+	case len(base) == 1 && len(cand) == 1:
+		return MethodBootstrap
+	}
+	return MethodTrials
+}
+
+func (m *MetricResult) setRatio(v Verdict, point, lo, hi float64) {
+	if v == Incomparable {
+		return
+	}
+	m.Ratio, m.Lo, m.Hi = finite(point), finite(lo), finite(hi)
+}
+
+func limitText(rule workload.Rule, v float64) string {
+	switch {
+	case rule.Max != nil && v > *rule.Max:
+		return fmt.Sprintf("%g is above the maximum %g", v, *rule.Max)
+	case rule.Min != nil && v < *rule.Min:
+		return fmt.Sprintf("%g is below the minimum %g", v, *rule.Min)
+	}
+	return "outside its limits"
+}
+
+func allZero(vs []float64) bool {
+	for _, v := range vs {
+		if v != 0 {
+			return false
+		}
+	}
+	return len(vs) > 0
+}
+
+// medianOf is the median of the values, NaN if any is NaN or there are none.
+func medianOf(vs []float64) float64 {
+	if len(vs) == 0 || slices.ContainsFunc(vs, math.IsNaN) {
+		return math.NaN()
+	}
+	s := slices.Sorted(slices.Values(vs))
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+func finite(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+func scaled(v, scale float64) *float64 { return finite(v * scale) }
+
+func scaleAll(vs []float64, scale float64) []float64 {
+	out := make([]float64, len(vs))
+	for i, v := range vs {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			v = 0
+		}
+		out[i] = v * scale
+	}
+	return out
+}

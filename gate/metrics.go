@@ -1,0 +1,220 @@
+package gate
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/slogate/slogate/gate/stats"
+)
+
+// Units of MetricResult values.
+const (
+	UnitMS       = "ms"       // latencies
+	UnitRPS      = "req/s"    // goodput, throughput, max_sustainable_rps
+	UnitTokensPS = "tok/s"    // output_tokens_per_s
+	UnitFraction = "fraction" // error_rate, slo_attainment (0.005 is 0.5%)
+	UnitRequests = "requests" // kv_concurrency
+)
+
+// How a metric is compared.
+const (
+	kindBootstrap = iota // recomputed on resamples of whole requests
+	kindExact            // deterministic: the tolerance alone (DESIGN §5)
+	kindMissing          // named by rules, but no record holds it yet
+)
+
+// metricDef says how to compute a rule's metric from a run and which way is better.
+type metricDef struct {
+	name    string
+	unit    string
+	natural stats.Direction
+	kind    int
+	// scale turns the statistic into the unit (µs to ms).
+	scale float64
+	// build is the resamplable statistic of one run (kindBootstrap).
+	build func(r *run) stats.Metric
+	// exact is the value of one run (kindExact); false when the run has none.
+	exact func(r *run) (float64, bool)
+	// missing says why a value is absent (kindExact without a value, kindMissing).
+	missing string
+	// notes are said of every comparison of this metric.
+	notes []string
+}
+
+var percentiles = map[string]float64{"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99, "p999": 0.999}
+
+// lookupMetric resolves a rule's metric name (workload.IsRuleMetric's names).
+func lookupMetric(name string) (metricDef, error) {
+	switch name {
+	case "goodput":
+		return metricDef{name: name, unit: UnitRPS, natural: stats.HigherIsBetter, scale: 1,
+			build: func(r *run) stats.Metric { return stats.NewPerSecond(r.met, r.window) }}, nil
+	case "throughput":
+		return metricDef{name: name, unit: UnitRPS, natural: stats.HigherIsBetter, scale: 1,
+			build: func(r *run) stats.Metric { return stats.NewPerSecond(r.ok, r.window) }}, nil
+	case "output_tokens_per_s":
+		return metricDef{name: name, unit: UnitTokensPS, natural: stats.HigherIsBetter, scale: 1, build: tokensPerSecond}, nil
+	case "slo_attainment":
+		return metricDef{name: name, unit: UnitFraction, natural: stats.HigherIsBetter, scale: 1,
+			build: func(r *run) stats.Metric { return stats.NewFraction(r.met) }}, nil
+	case "error_rate":
+		return metricDef{name: name, unit: UnitFraction, natural: stats.LowerIsBetter, scale: 1,
+			build: func(r *run) stats.Metric { return stats.NewFraction(not(r.ok)) }}, nil
+	case "kv_concurrency":
+		return metricDef{name: name, unit: UnitRequests, natural: stats.HigherIsBetter, kind: kindExact, scale: 1,
+			exact: func(r *run) (float64, bool) {
+				if r.summary == nil || r.summary.KVConcurrency == nil {
+					return 0, false
+				}
+				return float64(r.summary.KVConcurrency.Value), true
+			},
+			missing: "no KV-limited concurrency: the engine reported no KV capacity, and the config gives no kv_bytes_per_token to derive it"}, nil
+	case "max_sustainable_rps":
+		return metricDef{name: name, unit: UnitRPS, natural: stats.HigherIsBetter, kind: kindMissing,
+			missing: "no sweep data: max_sustainable_rps comes from a sweep run, and these records are not sweeps"}, nil
+	}
+	m, stat, ok := strings.Cut(name, "_")
+	if !ok || !slices.Contains([]string{"ttft", "tpot", "itl", "e2e"}, m) {
+		return metricDef{}, fmt.Errorf("unknown metric %q", name)
+	}
+	d := metricDef{name: name, unit: UnitMS, natural: stats.LowerIsBetter, scale: 1e-3}
+	q, isPct := percentiles[stat]
+	switch {
+	case isPct && m == "itl":
+		d.build = func(r *run) stats.Metric { return stats.NewPooledPercentile(r.itl, q) }
+	case isPct:
+		d.build = func(r *run) stats.Metric { return stats.NewPercentile(perRequest(r, m), q) }
+	case stat == "mean" && m == "itl":
+		d.build = pooledMean
+	case stat == "mean":
+		d.build = func(r *run) stats.Metric { return stats.NewMean(perRequest(r, m)) }
+	case stat == "max" && m == "itl":
+		d.build = pooledMax
+		d.notes = append(d.notes, "a maximum is one value: its bootstrap interval is rough")
+	case stat == "max":
+		d.build = func(r *run) stats.Metric { return maxOf(perRequest(r, m)) }
+		d.notes = append(d.notes, "a maximum is one value: its bootstrap interval is rough")
+	default:
+		return metricDef{}, fmt.Errorf("unknown metric %q", name)
+	}
+	return d, nil
+}
+
+func not(b []bool) []bool {
+	out := make([]bool, len(b))
+	for i, v := range b {
+		out[i] = !v
+	}
+	return out
+}
+
+// perRequest is one latency per request in µs, NaN where the request has none.
+func perRequest(r *run, metric string) []float64 {
+	var col []int64
+	switch metric {
+	case "ttft":
+		col = r.ttft
+	case "tpot":
+		col = r.tpot
+	case "e2e":
+		col = r.e2e
+	}
+	out := make([]float64, len(col))
+	for i, v := range col {
+		if v < 0 {
+			out[i] = math.NaN()
+		} else {
+			out[i] = float64(v)
+		}
+	}
+	return out
+}
+
+// tokensPerSecond is output tokens of successful requests per second of the window.
+func tokensPerSecond(r *run) stats.Metric {
+	tok := make([]float64, r.len())
+	for i := range tok {
+		if r.ok[i] {
+			tok[i] = float64(r.tokens[i])
+		}
+	}
+	window := r.window
+	return stats.Func{N: len(tok), F: func(w []int32) float64 {
+		if !(window > 0) {
+			return math.NaN()
+		}
+		var s float64
+		for i, t := range tok {
+			s += float64(w[i]) * t
+		}
+		return s / window
+	}, Notes: tooFew(len(tok))}
+}
+
+// pooledMean is the mean of all gaps of the drawn requests.
+func pooledMean(r *run) stats.Metric {
+	sums, counts := make([]float64, r.len()), make([]float64, r.len())
+	for i, g := range r.itl {
+		for _, v := range g {
+			sums[i] += v
+		}
+		counts[i] = float64(len(g))
+	}
+	return stats.Func{N: r.len(), F: func(w []int32) float64 {
+		var s, n float64
+		for i, c := range counts {
+			if c > 0 {
+				s += float64(w[i]) * sums[i]
+				n += float64(w[i]) * c
+			}
+		}
+		if n == 0 {
+			return math.NaN()
+		}
+		return s / n
+	}, Notes: tooFew(r.len())}
+}
+
+// pooledMax is the largest gap of the drawn requests.
+func pooledMax(r *run) stats.Metric {
+	m := make([]float64, r.len())
+	for i, g := range r.itl {
+		m[i] = math.NaN()
+		if len(g) > 0 {
+			m[i] = g[len(g)-1] // ascending
+		}
+	}
+	return maxOf(m)
+}
+
+// maxOf is the largest value of the drawn requests (NaN: the request has none).
+func maxOf(vals []float64) stats.Metric {
+	return stats.Func{N: len(vals), F: func(w []int32) float64 {
+		best := math.NaN()
+		for i, v := range vals {
+			if w[i] > 0 && !math.IsNaN(v) && !(v <= best) {
+				best = v
+			}
+		}
+		return best
+	}, Notes: tooFew(len(vals))}
+}
+
+func tooFew(n int) []string {
+	if n < stats.MinRequests {
+		return []string{fmt.Sprintf("too few requests for a bootstrap interval: %d < %d", n, stats.MinRequests)}
+	}
+	return nil
+}
+
+func parseDirection(s string) (stats.Direction, error) {
+	switch s {
+	case "higher":
+		return stats.HigherIsBetter, nil
+	case "lower":
+		return stats.LowerIsBetter, nil
+	}
+	return 0, fmt.Errorf("direction %q; expected \"higher\" or \"lower\"", s)
+}
