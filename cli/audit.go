@@ -7,6 +7,7 @@ import (
 	"github.com/slogate/slogate/gate"
 	"github.com/slogate/slogate/report"
 	"github.com/slogate/slogate/result"
+	"github.com/slogate/slogate/workload"
 )
 
 const auditUsage = `slogate audit -c FILE [-r RECORD] [--baselines DIR]
@@ -33,28 +34,37 @@ func (a *app) cmdAudit(ctx context.Context, args []string) int {
 	if f == nil {
 		return code
 	}
-	in := gate.AuditInput{Config: f, Store: baselineStore(f, *baselines), Now: a.now()}
-	if *record != "" {
-		rec, err := result.Read(*record)
-		if err != nil {
-			return a.gateError(err)
-		}
-		in.Env, in.Hardware, in.Reference = rec.Environment, gate.HardwareOf(rec), "record "+*record
-	} else {
-		env, err := collectEnv(ctx, a, f.Target.Image)
-		if err != nil {
-			a.errorf("%v", err)
-			return ExitFailure
-		}
-		in.Env, in.Hardware, in.Reference = env.Flat(), envinfo.HardwareKey(env), "this machine"
-	}
-	res, err := gate.AuditBaselines(in)
-	if err != nil {
-		return a.gateError(err)
+	res, code := a.audit(ctx, f, baselineStore(f, *baselines), *record)
+	if res == nil {
+		return code
 	}
 	report.AuditTable(a.stdout, res)
 	if res.Verdict == gate.Fail {
 		return ExitGateFailed
 	}
 	return ExitOK
+}
+
+// audit compares the baselines with a record's environment, or this machine's.
+func (a *app) audit(ctx context.Context, f *workload.File, store gate.Store, record string) (*gate.Audit, int) {
+	in := gate.AuditInput{Config: f, Store: store, Now: a.now()}
+	if record != "" {
+		rec, err := result.Read(record)
+		if err != nil {
+			return nil, a.gateError(err)
+		}
+		in.Env, in.Hardware, in.Reference = rec.Environment, gate.HardwareOf(rec), "record "+record
+	} else {
+		env, err := collectEnv(ctx, a, f.Target.Image)
+		if err != nil {
+			a.errorf("%v", err)
+			return nil, ExitFailure
+		}
+		in.Env, in.Hardware, in.Reference = env.Flat(), envinfo.HardwareKey(env), "this machine"
+	}
+	res, err := gate.AuditBaselines(in)
+	if err != nil {
+		return nil, a.gateError(err)
+	}
+	return res, ExitOK
 }

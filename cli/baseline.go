@@ -40,7 +40,23 @@ func (a *app) cmdBaseline(ctx context.Context, args []string) int {
 	if f == nil {
 		return code
 	}
-	selected, _ := selectWorkloads(f, p.names) // checked by gateInputs
+	_, code = a.updateBaselines(f, recs, p.names, p.results, baselineStore(f, p.baselines))
+	return code
+}
+
+// updateBaselines makes and writes the baselines of the selected workloads from recs
+// (from is where they came from, for messages) and returns the files written. Nothing is
+// written unless every record is fit to be a baseline.
+func (a *app) updateBaselines(f *workload.File, recs []*result.Record, names []string, from string, store gate.Store) ([]string, int) {
+	selected, err := selectWorkloads(f, names)
+	if err != nil {
+		a.errorf("%v", err)
+		return nil, ExitBadInput
+	}
+	p := struct {
+		names   []string
+		results string
+	}{names, from}
 
 	type key struct{ workload, hardware string }
 	groups := map[key][]*result.Record{}
@@ -73,18 +89,18 @@ func (a *app) cmdBaseline(ctx context.Context, args []string) int {
 			if h := workload.Hash(f, w); g[0].WorkloadHash != h {
 				a.errorf("%s: the run records of %q on %s were made from another definition of it than %s has now (run hash %s, file hash %s): rerun them before making them the baseline",
 					p.results, w.Name, k.hardware, f.Path, g[0].WorkloadHash, h)
-				return ExitBadInput
+				return nil, ExitBadInput
 			}
 			todo = append(todo, g)
 		}
 		if !found && len(p.names) > 0 {
 			a.errorf("%s: no run record of workload %q", p.results, w.Name)
-			return ExitBadInput
+			return nil, ExitBadInput
 		}
 	}
 	if len(todo) == 0 {
 		a.errorf("%s: no run records of the workloads of %s", p.results, f.Path)
-		return ExitBadInput
+		return nil, ExitBadInput
 	}
 	refused := false
 	for _, g := range todo {
@@ -98,30 +114,31 @@ func (a *app) cmdBaseline(ctx context.Context, args []string) int {
 	}
 	if refused {
 		a.errorf("no baseline written")
-		return ExitFailure
+		return nil, ExitFailure
 	}
-	store := baselineStore(f, p.baselines)
 	var bs []*gate.Baseline
 	for _, g := range todo {
 		b, err := gate.FromRecords(g, a.now())
 		if err != nil {
-			return a.gateError(err)
+			return nil, a.gateError(err)
 		}
 		bs = append(bs, b)
 	}
+	var written []string
 	for _, b := range bs {
 		path, err := gate.Write(store.Dir, b)
 		if err != nil {
 			a.errorf("writing the baseline of %s on %s: %v", b.Workload, b.Hardware, err)
-			return ExitFailure
+			return nil, ExitFailure
 		}
 		requests := 0
 		for _, t := range b.Trials {
 			requests += t.Requests.N
 		}
 		fmt.Fprintf(a.stdout, "wrote %s (%s on %s: %d trial(s), %d requests, engine %s)\n", path, b.Workload, b.Hardware, len(b.Trials), requests, engineOf(b.Environment))
+		written = append(written, path)
 	}
-	return ExitOK
+	return written, ExitOK
 }
 
 func cmpString(a, b string) int {

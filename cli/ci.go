@@ -3,12 +3,11 @@ package cli
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
+
 	"strconv"
 	"strings"
 	"time"
@@ -133,17 +132,6 @@ func (c *ci) modeRun(ctx context.Context) int {
 	return code
 }
 
-func (c *ci) baselineDir() string {
-	dir := c.f.Gate.Baselines
-	if dir == "" {
-		dir = "baselines"
-	}
-	if !filepath.IsAbs(dir) {
-		dir = filepath.Join(filepath.Dir(c.f.Path), dir)
-	}
-	return dir
-}
-
 func (c *ci) modeGate(ctx context.Context) int {
 	recs, code := c.run(ctx)
 	if len(recs) == 0 {
@@ -152,7 +140,7 @@ func (c *ci) modeGate(ctx context.Context) int {
 		c.setOutputs()
 		return code
 	}
-	res, err := gate.Evaluate(gate.Input{Config: c.f, Runs: recs, Store: gate.DirStore(c.baselineDir())})
+	res, err := gate.Evaluate(gate.Input{Config: c.f, Runs: recs, Store: baselineStore(c.f, "")})
 	if err != nil {
 		c.errorf("gate: %v", err)
 		c.out.Verdict = "error"
@@ -198,17 +186,16 @@ func (c *ci) modeGate(ctx context.Context) int {
 // writeReports writes gate.json, comment.md and report.html into the results directory
 // and returns the HTML report's path.
 func writeReports(outDir string, res *gate.Result, md string, recs []*result.Record, now time.Time) (string, error) {
-	js, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return "", err
-	}
 	var html bytes.Buffer
 	if err := report.WriteHTML(&html, report.HTMLReport{
 		Title: "slogate: " + recs[0].Workload, Generated: now, Verdict: string(res.Verdict), Candidate: recs[0],
 	}); err != nil {
 		return "", fmt.Errorf("rendering the HTML report: %w", err)
 	}
-	for name, data := range map[string][]byte{"gate.json": js, "comment.md": []byte(md), "report.html": html.Bytes()} {
+	if err := writeJSON(filepath.Join(outDir, "gate.json"), res); err != nil {
+		return "", err
+	}
+	for name, data := range map[string][]byte{"comment.md": []byte(md), "report.html": html.Bytes()} {
 		if err := writeFileAtomic(filepath.Join(outDir, name), data); err != nil {
 			return "", err
 		}
@@ -216,15 +203,28 @@ func writeReports(outDir string, res *gate.Result, md string, recs []*result.Rec
 	return filepath.Join(outDir, "report.html"), nil
 }
 
+// writeFileAtomic writes data through a temporary file in the same directory and a
+// rename, so that a reader never sees half a file.
 func writeFileAtomic(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, path)
+	_, werr := tmp.Write(data)
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return nil
 }
 
 func (c *ci) comment(ctx context.Context, marker, md string) int {
@@ -308,63 +308,49 @@ func (c *ci) modeBaseline(ctx context.Context) int {
 		c.setOutputs()
 		return max(code, ExitFailure)
 	}
-	groups := map[string][]*result.Record{}
-	var keys []string
-	for _, r := range recs {
-		k := r.Workload + "\x00" + gate.HardwareOf(r)
-		if groups[k] == nil {
-			keys = append(keys, k)
-		}
-		groups[k] = append(groups[k], r)
+	written, code := c.updateBaselines(c.f, recs, nil, c.outDir, baselineStore(c.f, ""))
+	if code != ExitOK {
+		c.out.Verdict = "error"
+		c.setOutputs()
+		return code
 	}
-	dir := c.baselineDir()
-	files := map[string][]byte{}
-	var written []string
-	for _, k := range keys {
-		b, err := gate.FromRecords(groups[k], c.now())
-		if err != nil {
-			c.errorf("%v", err)
-			return ExitFailure
-		}
-		p, err := gate.Write(dir, b)
-		if err != nil {
-			c.errorf("%v", err)
-			return ExitFailure
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return ExitFailure
-		}
-		files[filepath.ToSlash(p)] = data
-		written = append(written, p)
-	}
-	sort.Strings(written)
 	c.out.Verdict = "baseline"
 	md := "## slogate: baselines written\n\n" + bulletList(written) + "\n"
 	c.summary(md)
 	c.setOutputs()
-	if c.in.Token != "" && !c.gh.IsPullRequest() && c.gh.Repo != "" {
-		pub, err := ghaction.NewPublisher(c.in.Token, c.gh.APIURL, nil)
-		if err != nil {
-			c.errorf("github: %v", err)
-			return ExitFailure
-		}
-		pub.Owner, pub.Repo = c.gh.Owner, c.gh.Repo
-		base := c.getenv("SLOGATE_BASELINE_BASE")
-		if base == "" {
-			base = "main"
-		}
-		sha := c.gh.SHA
-		if len(sha) > 12 {
-			sha = sha[:12]
-		}
-		url, err := pub.OpenBaselinePR(ctx, base, "slogate/baselines-"+sha, files, "slogate: refresh baselines", md)
-		if err != nil {
-			c.errorf("opening the baseline pull request: %v (the baselines are written in %s)", err, dir)
-			return ExitFailure
-		}
-		fmt.Fprintf(c.stderr, "slogate: baseline pull request %s\n", url)
+	if c.in.Token == "" || c.gh.IsPullRequest() || c.gh.Repo == "" {
+		return ExitOK
 	}
+	// Outside a pull request (a release, a schedule), propose the new baselines.
+	files := map[string][]byte{}
+	for _, p := range written {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			c.errorf("%v", err)
+			return ExitFailure
+		}
+		files[filepath.ToSlash(p)] = data
+	}
+	pub, err := ghaction.NewPublisher(c.in.Token, c.gh.APIURL, nil)
+	if err != nil {
+		c.errorf("github: %v", err)
+		return ExitFailure
+	}
+	pub.Owner, pub.Repo = c.gh.Owner, c.gh.Repo
+	base := c.getenv("SLOGATE_BASELINE_BASE")
+	if base == "" {
+		base = "main"
+	}
+	sha := c.gh.SHA
+	if len(sha) > 12 {
+		sha = sha[:12]
+	}
+	url, err := pub.OpenBaselinePR(ctx, base, "slogate/baselines-"+sha, files, "slogate: refresh baselines", md)
+	if err != nil {
+		c.errorf("opening the baseline pull request: %v (the baselines are written in %s)", err, baselineStore(c.f, "").Dir)
+		return ExitFailure
+	}
+	fmt.Fprintf(c.stderr, "slogate: baseline pull request %s\n", url)
 	return ExitOK
 }
 
@@ -377,15 +363,11 @@ func bulletList(items []string) string {
 }
 
 func (c *ci) modeAudit(ctx context.Context) int {
-	env, err := c.collectFlatEnv(ctx)
-	if err != nil {
-		c.errorf("%v", err)
-		return ExitFailure
-	}
-	au, err := gate.AuditBaselines(gate.AuditInput{Config: c.f, Store: gate.DirStore(c.baselineDir()), Env: env.flat, Hardware: env.hardware, Reference: "this runner", Now: c.now()})
-	if err != nil {
-		c.errorf("audit: %v", err)
-		return ExitBadInput
+	au, code := c.audit(ctx, c.f, baselineStore(c.f, ""), "")
+	if au == nil {
+		c.out.Verdict = "error"
+		c.setOutputs()
+		return code
 	}
 	var b bytes.Buffer
 	report.AuditTable(&b, au)
@@ -397,20 +379,6 @@ func (c *ci) modeAudit(ctx context.Context) int {
 		return ciExitCode(gate.Fail, c.in.FailOn)
 	}
 	return ExitOK
-}
-
-type flatEnv struct {
-	flat     map[string]string
-	hardware string
-}
-
-// collectFlatEnv reads this machine's environment for an audit (no engine involved).
-func (a *app) collectFlatEnv(ctx context.Context) (*flatEnv, error) {
-	env, err := collectEnv(ctx, a)
-	if err != nil {
-		return nil, err
-	}
-	return &flatEnv{flat: env.Flat(), hardware: hardwareKey(env)}, nil
 }
 
 func (c *ci) summary(md string) {
