@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -104,6 +105,15 @@ func (a *app) runWorkloads(ctx context.Context, f *workload.File, p runParams) (
 		a.errorf("%v", err)
 		return nil, ExitBadInput
 	}
+	var launched *engine.Process
+	if f.Target.Start != nil {
+		var stop func()
+		var code int
+		if launched, stop, code = a.launchEngine(ctx, f, p); launched == nil {
+			return nil, code
+		}
+		defer stop()
+	}
 	t, code := a.prepareTarget(ctx, f, p.target)
 	if t == nil {
 		return nil, code
@@ -114,6 +124,12 @@ func (a *app) runWorkloads(ctx context.Context, f *workload.File, p runParams) (
 		repeats := max(w.Repeats, 1)
 		for trial := 1; trial <= repeats; trial++ {
 			rec := a.runOne(ctx, f, w, t, trial, repeats)
+			if launched != nil {
+				if rec.Warmup == nil {
+					rec.Warmup = &result.WarmupSummary{}
+				}
+				rec.Warmup.EngineStartS = launched.StartDuration.Seconds()
+			}
 			path := recordPath(p.outDir, w.Name, trial, repeats)
 			if err := result.Write(path, rec); err != nil {
 				a.errorf("writing %s: %v", path, err)
@@ -138,6 +154,43 @@ func (a *app) runWorkloads(ctx context.Context, f *workload.File, p runParams) (
 		}
 	}
 	return recs, code
+}
+
+// launchEngine starts the engine of target.start, its output going to DIR/engine.log,
+// and waits until it is ready. The cold start is reported, never gated silently.
+func (a *app) launchEngine(ctx context.Context, f *workload.File, p runParams) (*engine.Process, func(), int) {
+	url := p.target
+	if url == "" {
+		url = f.Target.URL
+	}
+	if url == "" {
+		a.errorf("%s: target.start needs target.url (or --target): where the started engine will answer", f.Path)
+		return nil, nil, ExitBadInput
+	}
+	if err := os.MkdirAll(p.outDir, 0o755); err != nil {
+		a.errorf("%v", err)
+		return nil, nil, ExitFailure
+	}
+	logPath := filepath.Join(p.outDir, "engine.log")
+	log, err := os.Create(logPath)
+	if err != nil {
+		a.errorf("%v", err)
+		return nil, nil, ExitFailure
+	}
+	st := f.Target.Start
+	var env []string
+	for _, k := range sortedKeys(st.Env) {
+		env = append(env, k+"="+st.Env[k])
+	}
+	fmt.Fprintf(a.stderr, "slogate: starting the engine: %s (output in %s)\n", strings.Join(st.Command, " "), logPath)
+	proc, err := engine.Launch(ctx, engine.LaunchSpec{Command: st.Command, Env: env, BaseURL: url, ReadyTimeout: st.ReadyTimeout, Log: log})
+	if err != nil {
+		log.Close()
+		a.errorf("%v", err)
+		return nil, nil, ExitFailure
+	}
+	fmt.Fprintf(a.stderr, "slogate: engine ready after %s\n", proc.StartDuration.Round(time.Millisecond))
+	return proc, func() { proc.Stop(); log.Close() }, ExitOK
 }
 
 // target is the engine under test and the environment it runs in.
