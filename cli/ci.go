@@ -196,35 +196,11 @@ func writeReports(outDir string, res *gate.Result, md string, recs []*result.Rec
 		return "", err
 	}
 	for name, data := range map[string][]byte{"comment.md": []byte(md), "report.html": html.Bytes()} {
-		if err := writeFileAtomic(filepath.Join(outDir, name), data); err != nil {
+		if err := result.WriteFileAtomic(filepath.Join(outDir, name), data); err != nil {
 			return "", err
 		}
 	}
 	return filepath.Join(outDir, "report.html"), nil
-}
-
-// writeFileAtomic writes data through a temporary file in the same directory and a
-// rename, so that a reader never sees half a file.
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	_, werr := tmp.Write(data)
-	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return nil
 }
 
 func (c *ci) comment(ctx context.Context, marker, md string) int {

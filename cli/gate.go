@@ -154,5 +154,5 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(path, append(data, '\n'))
+	return result.WriteFileAtomic(path, append(data, '\n'))
 }

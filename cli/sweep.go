@@ -30,7 +30,7 @@ before the misses show), attainment collapsed, or the error rate is high. A step
 load generator could not keep the schedule stops the sweep: it measured the client, not
 the engine, and no capacity is reported.
 
-Writes DIR/<name>.sweep.step<K>.json (each step's run record) and DIR/<name>.sweep.json
+Writes DIR/<name>.sweep/step<K>.json (each step's run record) and DIR/<name>.sweep.json
 (schema slogate.sweep/v1, with max_sustainable_rps), and prints the table.
 Exit codes: 0 a result, 2 bad input, 3 client-limited, engine failure or interrupted.`
 
@@ -190,7 +190,9 @@ func (a *app) sweep(ctx context.Context, f *workload.File, w *workload.Workload,
 		}
 		st := result.StepOf(rec, rate)
 		st.Step, st.Phase = k, phase
-		path := filepath.Join(p.outDir, fmt.Sprintf("%s.sweep.step%d.json", w.Name, k))
+		// Steps go to a subdirectory: they are runs of another workload (another rate),
+		// which a gate over DIR must not read as trials of this one.
+		path := filepath.Join(p.outDir, w.Name+".sweep", fmt.Sprintf("step%d.json", k))
 		if err := result.Write(path, rec); err != nil {
 			a.errorf("writing %s: %v", path, err)
 			st.Verdict, st.Reason = result.StepFailed, "record not written: "+err.Error()
@@ -200,7 +202,8 @@ func (a *app) sweep(ctx context.Context, f *workload.File, w *workload.Workload,
 		if ctx.Err() != nil && st.Verdict != result.StepFailed {
 			st.Verdict, st.Reason = result.StepFailed, "interrupted"
 		}
-		line := fmt.Sprintf("sweep step %d (%s) %s req/s: %s, attainment %.2f%%, TTFT p99 %.1f ms", k, phase, fmtRate(rate), st.Verdict, 100*st.SLOAttainment, st.TTFTP99ms)
+		line := fmt.Sprintf("sweep step %d (%s) %s req/s: %s, attainment %.2f%%, TTFT p99 %.1f ms, dispatch lag p99 %.3f ms",
+			k, phase, fmtRate(rate), st.Verdict, 100*st.SLOAttainment, st.TTFTP99ms, st.DispatchLagP99ms)
 		if st.Reason != "" {
 			line += " (" + st.Reason + ")"
 		}

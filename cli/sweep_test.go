@@ -36,7 +36,7 @@ workloads:
     prompt_tokens: {dist: fixed, value: 10}
     output_tokens: {dist: fixed, value: 22}
     timeout: 30s
-    max_dispatch_lag: 50ms
+    max_dispatch_lag: 100ms
     slo: {ttft: {p99: 200ms}, attainment: 95%}
 `
 
@@ -81,7 +81,7 @@ func TestSweepFindsAnalyticalCapacity(t *testing.T) {
 		t.Fatalf("max %v bound %q first failing %v", sw.MaxSustainableRPS, sw.Bound, sw.FirstFailingRPS)
 	}
 	// The analytical capacity for the lengths the engine actually saw.
-	step1, err := result.Read(filepath.Join(dir, "cap.sweep.step1.json"))
+	step1, err := result.Read(filepath.Join(dir, "cap.sweep", "step1.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,6 +95,11 @@ func TestSweepFindsAnalyticalCapacity(t *testing.T) {
 	got := *sw.MaxSustainableRPS
 	t.Logf("max sustainable %.2f req/s (first failing %.2f); analytical %.2f req/s (%d sequences, %v decode step ×%d): %+.1f%%",
 		got, *sw.FirstFailingRPS, capRPS, c.Concurrency, c.DecodeStep, sweepSlowdown, 100*(got/capRPS-1))
+	lag := 0.0
+	for _, st := range sw.Steps {
+		lag = max(lag, st.DispatchLagP99ms)
+	}
+	t.Logf("worst step dispatch lag p99 %.3f ms", lag)
 	if math.Abs(got/capRPS-1) > 0.10 {
 		t.Errorf("max sustainable %.2f req/s is not within 10%% of the analytical %.2f req/s", got, capRPS)
 	}
@@ -129,7 +134,7 @@ func TestSweepClientLimited(t *testing.T) {
 	// client-limited, whatever the engine could do. The sweep must stop there and say
 	// so, with no capacity.
 	url := startSim(t, sim.Options{Seed: 1})
-	cfg := writeConfig(t, strings.Replace(sweepConfig, "max_dispatch_lag: 50ms", "max_dispatch_lag: 1us", 1))
+	cfg := writeConfig(t, strings.Replace(sweepConfig, "max_dispatch_lag: 100ms", "max_dispatch_lag: 1us", 1))
 	dir := t.TempDir()
 	a, out, errb := testApp(t)
 	code := a.run(context.Background(), []string{"sweep", "-c", cfg, "-w", "cap", "--target", url, "-o", dir,

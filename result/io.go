@@ -109,14 +109,19 @@ func indent(dst *bytes.Buffer, src []byte, maxDepth int) {
 	}
 }
 
-// Write writes r to path atomically: a temporary file in the same directory, flushed to
-// disk, then renamed over path, so that a reader (or a crash) never sees half a record.
-// The directory is created if needed.
+// Write writes r to path atomically (see WriteFileAtomic).
 func Write(path string, r *Record) error {
 	data, err := Marshal(r)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
+	return WriteFileAtomic(path, data)
+}
+
+// WriteFileAtomic writes data to path: a temporary file in the same directory, flushed to
+// disk, then renamed over path, so that a reader (or a crash) never sees half a file.
+// The directory is created if needed.
+func WriteFileAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -151,7 +156,7 @@ func Write(path string, r *Record) error {
 		return err
 	}
 	// Make the rename itself durable; not every platform can sync a directory, and the
-	// record is already whole either way.
+	// file is already whole either way.
 	if d, err := os.Open(dir); err == nil {
 		_ = d.Sync()
 		d.Close()
