@@ -3,7 +3,9 @@ package cli
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
+	"time"
 
 	"github.com/slogate/slogate/gate"
 	"github.com/slogate/slogate/result"
@@ -15,11 +17,14 @@ const baselineUsage = `slogate baseline update -c FILE -r RESULTS_DIR [--baselin
 Makes the run records in RESULTS_DIR the new baselines: writes
 DIR/<workload>/<hardware>.json for each workload (all trials of a workload in one file)
 and prints the paths written, to be committed. DIR is --baselines, else gate.baselines
-relative to FILE. Records that are incomplete or client-saturated are refused: nothing
-is written.
-Exit codes: 0 written; 2 bad input (config, flags, a run record that cannot be read,
-records made from another definition of the workload than FILE has); 3 a refused record
-or a write that failed.`
+relative to FILE. A sweep record in RESULTS_DIR (<name>.sweep.json, from 'slogate
+sweep') becomes the sweep baseline DIR/<workload>/<hardware>.sweep.json, which the
+max_sustainable_rps rule compares with; it needs no run record beside it. Records that
+are incomplete or client-saturated, and sweeps without a capacity (client-limited,
+failed, no step within the SLO), are refused: nothing is written.
+Exit codes: 0 written; 2 bad input (config, flags, a record that cannot be read, records
+made from another definition of the workload than FILE has); 3 a refused record or a
+write that failed.`
 
 func (a *app) cmdBaseline(ctx context.Context, args []string) int {
 	if len(args) == 0 || args[0] != "update" {
@@ -36,11 +41,11 @@ func (a *app) cmdBaseline(ctx context.Context, args []string) int {
 	if code, ok := a.parse(fs, args[1:]); !ok {
 		return code
 	}
-	f, recs, code := a.gateInputs(p)
+	f, recs, sweeps, code := a.gateInputs(p)
 	if f == nil {
 		return code
 	}
-	_, code = a.updateBaselines(f, recs, p.names, p.results, baselineStore(f, p.baselines))
+	_, code = a.updateAllBaselines(f, recs, sweeps, p.names, p.results, baselineStore(f, p.baselines))
 	return code
 }
 
@@ -48,6 +53,12 @@ func (a *app) cmdBaseline(ctx context.Context, args []string) int {
 // (from is where they came from, for messages) and returns the files written. Nothing is
 // written unless every record is fit to be a baseline.
 func (a *app) updateBaselines(f *workload.File, recs []*result.Record, names []string, from string, store gate.Store) ([]string, int) {
+	return a.updateAllBaselines(f, recs, nil, names, from, store)
+}
+
+// updateAllBaselines is updateBaselines with sweep records too: each becomes the sweep
+// baseline of its workload and hardware, with or without run records beside it.
+func (a *app) updateAllBaselines(f *workload.File, recs []*result.Record, sweeps []*result.Sweep, names []string, from string, store gate.Store) ([]string, int) {
 	selected, err := selectWorkloads(f, names)
 	if err != nil {
 		a.errorf("%v", err)
@@ -68,16 +79,30 @@ func (a *app) updateBaselines(f *workload.File, recs []*result.Record, names []s
 		}
 		groups[k] = append(groups[k], r)
 	}
-	slices.SortFunc(keys, func(x, y key) int {
+	byKey := func(x, y key) int {
 		if x.workload != y.workload {
 			return cmpString(x.workload, y.workload)
 		}
 		return cmpString(x.hardware, y.hardware)
-	})
+	}
+	slices.SortFunc(keys, byKey)
+	sweepOf := map[key]*result.Sweep{}
+	var sweepKeys []key
+	for _, sw := range sweeps {
+		k := key{sw.Workload, gate.SweepHardwareOf(sw)}
+		if sweepOf[k] != nil {
+			a.errorf("%s: two sweeps of %q on %s: keep one sweep per workload and hardware", p.results, k.workload, k.hardware)
+			return nil, ExitBadInput
+		}
+		sweepOf[k] = sw
+		sweepKeys = append(sweepKeys, k)
+	}
+	slices.SortFunc(sweepKeys, byKey)
 
 	// Check everything before writing anything: a half-refreshed set of baselines is
 	// worse than none.
 	var todo [][]*result.Record
+	var sweepTodo []*result.Sweep
 	for _, w := range selected {
 		found := false
 		for _, k := range keys {
@@ -93,13 +118,28 @@ func (a *app) updateBaselines(f *workload.File, recs []*result.Record, names []s
 			}
 			todo = append(todo, g)
 		}
+		for _, k := range sweepKeys {
+			if k.workload != w.Name {
+				continue
+			}
+			found = true
+			sw := sweepOf[k]
+			// The same hash slogate sweep gave it, so that a stale sweep is refused as a
+			// stale run record is.
+			if h := sweepHash(f, w, sw); sw.WorkloadHash != h {
+				a.errorf("%s: the sweep of %q on %s was made from another definition of it than %s has now (sweep hash %s, file hash %s): rerun it before making it the baseline",
+					p.results, w.Name, k.hardware, f.Path, sw.WorkloadHash, h)
+				return nil, ExitBadInput
+			}
+			sweepTodo = append(sweepTodo, sw)
+		}
 		if !found && len(p.names) > 0 {
-			a.errorf("%s: no run record of workload %q", p.results, w.Name)
+			a.errorf("%s: no run record or sweep of workload %q", p.results, w.Name)
 			return nil, ExitBadInput
 		}
 	}
-	if len(todo) == 0 {
-		a.errorf("%s: no run records of the workloads of %s", p.results, f.Path)
+	if len(todo) == 0 && len(sweepTodo) == 0 {
+		a.errorf("%s: no run or sweep records of the workloads of %s", p.results, f.Path)
 		return nil, ExitBadInput
 	}
 	refused := false
@@ -110,6 +150,12 @@ func (a *app) updateBaselines(f *workload.File, recs []*result.Record, names []s
 				a.errorf("refusing to make a baseline of %v", err)
 				refused = true
 			}
+		}
+	}
+	for _, sw := range sweepTodo {
+		if why := sweepUnfitForBaseline(sw); why != "" {
+			a.errorf("refusing to make a baseline of the sweep of %s on %s: %s", sw.Workload, gate.SweepHardwareOf(sw), why)
+			refused = true
 		}
 	}
 	if refused {
@@ -138,7 +184,45 @@ func (a *app) updateBaselines(f *workload.File, recs []*result.Record, names []s
 		fmt.Fprintf(a.stdout, "wrote %s (%s on %s: %d trial(s), %d requests, engine %s)\n", path, b.Workload, b.Hardware, len(b.Trials), requests, engineOf(b.Environment))
 		written = append(written, path)
 	}
+	for _, sw := range sweepTodo {
+		path, err := gate.WriteSweep(store.Dir, sw)
+		if err != nil {
+			a.errorf("writing the sweep baseline of %s on %s: %v", sw.Workload, gate.SweepHardwareOf(sw), err)
+			return nil, ExitFailure
+		}
+		fmt.Fprintf(a.stdout, "wrote %s (%s on %s: sweep, max sustainable %s req/s, bound %s, precision %s, engine %s)\n",
+			path, sw.Workload, gate.SweepHardwareOf(sw), fmtRate(*sw.MaxSustainableRPS), sw.Bound, fractionFlag{&sw.Params.Precision}, engineOf(sw.Environment))
+		written = append(written, path)
+	}
 	return written, ExitOK
+}
+
+// sweepUnfitForBaseline says why a sweep cannot be a baseline; "" when it can. A
+// baseline sweep needs a capacity to compare with: a client-limited or failed sweep has
+// none, and neither has one whose every step missed the SLO.
+func sweepUnfitForBaseline(sw *result.Sweep) string {
+	if why := gate.UnfitSweep(sw); why != "" {
+		return why
+	}
+	if sw.MaxSustainableRPS == nil {
+		s := "no step met the SLO, so it has no capacity to compare with"
+		if sw.FirstFailingRPS != nil {
+			s += fmt.Sprintf(" (it is below %s req/s)", fmtRate(*sw.FirstFailingRPS))
+		}
+		return s + ": lower --min-rate and rerun the sweep"
+	}
+	return ""
+}
+
+// sweepHash is the workload hash slogate sweep gives a sweep of w with sw's step size
+// (cli/sweep.go: the step workload at rate 0, without warm-up), so that a sweep is
+// checked against the config as a run record is.
+func sweepHash(f *workload.File, w *workload.Workload, sw *result.Sweep) string {
+	p := sweepParams{
+		stepRequests: sw.Params.StepRequests,
+		stepDuration: time.Duration(math.Round(sw.Params.StepDurationS * float64(time.Second))),
+	}
+	return workload.Hash(f, stepWorkload(w, 0, p, false))
 }
 
 func cmpString(a, b string) int {

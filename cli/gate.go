@@ -18,11 +18,13 @@ const gateUsage = `slogate gate -c FILE -r RESULTS_DIR [--baselines DIR] [--json
 
 Compares the run records in RESULTS_DIR (written by 'slogate run') with the committed
 baselines (--baselines, else gate.baselines relative to FILE) and prints the verdict of
-every rule of gate.rules, with its interval, and the environment drift. --json writes
-the whole result as JSON (keep it out of RESULTS_DIR, which must hold run records only).
+every rule of gate.rules, with its interval, and the environment drift. A sweep record
+in RESULTS_DIR (<name>.sweep.json, written by 'slogate sweep') is compared with the
+sweep baseline beside the workload's baseline by the max_sustainable_rps rule. --json
+writes the whole result as JSON (keep it out of RESULTS_DIR, which must hold records only).
 Exit codes: 0 pass, warn or improved; 1 fail, or incomparable (a changed workload is not
 a pass); 2 bad input (config, flags, a baseline or run record that cannot be read);
-3 a run the gate refuses to judge (incomplete, or the load generator saturated).`
+3 a run or sweep the gate refuses to judge (incomplete, or the load generator saturated).`
 
 func (a *app) cmdGate(ctx context.Context, args []string) int {
 	fs := a.flagSet("gate", gateUsage)
@@ -32,21 +34,24 @@ func (a *app) cmdGate(ctx context.Context, args []string) int {
 	if code, ok := a.parse(fs, args); !ok {
 		return code
 	}
-	f, recs, code := a.gateInputs(p)
+	f, recs, sweeps, code := a.gateInputs(p)
 	if f == nil {
 		return code
 	}
-	_, code = a.judge(f, recs, p.baselines, p.names, *jsonOut)
+	_, code = a.judge(f, recs, sweeps, p.baselines, p.names, *jsonOut)
 	return code
 }
 
-// judge runs the gate on run records, prints the verdict table, writes the JSON result
-// when jsonOut is set, and returns the result (nil on bad input) and the exit code.
-// baselinesDir "" means gate.baselines relative to the config file; names restricts the
-// workloads judged. It is what `slogate gate` does after reading RESULTS_DIR, for a
+// judge runs the gate on run and sweep records, prints the verdict table, writes the
+// JSON result when jsonOut is set, and returns the result (nil on bad input) and the exit
+// code. baselinesDir "" means gate.baselines relative to the config file; names restricts
+// the workloads judged. It is what `slogate gate` does after reading RESULTS_DIR, for a
 // command that has the records in hand.
-func (a *app) judge(f *workload.File, recs []*result.Record, baselinesDir string, names []string, jsonOut string) (*gate.Result, int) {
-	res, err := gate.Evaluate(gate.Input{Config: f, Runs: recs, Store: baselineStore(f, baselinesDir), Workloads: names})
+func (a *app) judge(f *workload.File, recs []*result.Record, sweeps []*result.Sweep, baselinesDir string, names []string, jsonOut string) (*gate.Result, int) {
+	res, err := gate.Evaluate(gate.Input{
+		Config: f, Runs: recs, Sweeps: sweeps, Store: baselineStore(f, baselinesDir), Workloads: names,
+		SweepHash: func(w *workload.Workload, sw *result.Sweep) string { return sweepHash(f, w, sw) },
+	})
 	if err != nil {
 		return nil, a.gateError(err)
 	}
@@ -83,36 +88,42 @@ type gateParams struct {
 func (p *gateParams) register(fs *flag.FlagSet) {
 	fs.StringVar(&p.config, "c", "slogate.yaml", "workload `file`")
 	fs.StringVar(&p.config, "config", "slogate.yaml", "workload `file` (same as -c)")
-	fs.StringVar(&p.results, "r", "", "`dir`ectory of run records (required)")
-	fs.StringVar(&p.results, "results", "", "`dir`ectory of run records (same as -r)")
+	fs.StringVar(&p.results, "r", "", "`dir`ectory of run and sweep records (required)")
+	fs.StringVar(&p.results, "results", "", "`dir`ectory of run and sweep records (same as -r)")
 	fs.StringVar(&p.baselines, "baselines", "", "baselines `dir`ectory (default: gate.baselines, relative to the config file)")
 	fs.Var(&p.names, "w", "workload `name` (repeatable or comma-separated; default: all with records)")
 	fs.Var(&p.names, "workload", "workload `name` (same as -w)")
 }
 
-// gateInputs loads the config and the run records; a nil file means return code.
-func (a *app) gateInputs(p gateParams) (*workload.File, []*result.Record, int) {
+// gateInputs loads the config, the run records and the sweep records (RESULTS_DIR's
+// *.sweep.json; a sweep's steps, in its subdirectory, are not read); a nil file means
+// return code.
+func (a *app) gateInputs(p gateParams) (*workload.File, []*result.Record, []*result.Sweep, int) {
 	if p.results == "" {
 		a.errorf("-r RESULTS_DIR is required: the directory 'slogate run -o' wrote the run records to")
-		return nil, nil, ExitBadInput
+		return nil, nil, nil, ExitBadInput
 	}
 	f, code := a.loadConfig(p.config)
 	if f == nil {
-		return nil, nil, code
+		return nil, nil, nil, code
 	}
 	if _, err := selectWorkloads(f, p.names); err != nil {
 		a.errorf("%v", err)
-		return nil, nil, ExitBadInput
+		return nil, nil, nil, ExitBadInput
 	}
 	recs, err := result.ReadDir(p.results)
 	if err != nil {
-		return nil, nil, a.gateError(err)
+		return nil, nil, nil, a.gateError(err)
 	}
-	if len(recs) == 0 {
-		a.errorf("%s: no run records (*.json) to judge", p.results)
-		return nil, nil, ExitBadInput
+	sweeps, err := result.ReadSweepsDir(p.results)
+	if err != nil {
+		return nil, nil, nil, a.gateError(err)
 	}
-	return f, recs, ExitOK
+	if len(recs) == 0 && len(sweeps) == 0 {
+		a.errorf("%s: no run or sweep records (*.json) to judge", p.results)
+		return nil, nil, nil, ExitBadInput
+	}
+	return f, recs, sweeps, ExitOK
 }
 
 // baselineStore is the --baselines directory, else gate.baselines resolved against the

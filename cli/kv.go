@@ -40,6 +40,12 @@ func kvConcurrency(rec *result.Record, f *workload.File, t *target) {
 		block = 16
 	}
 	k := capacity.KVLimitedConcurrency(capTok, p95, block, source)
+	if s := t.id.Slots; s > 0 && k.Value > s {
+		// Fixed slots: each sequence owns capacity/slots tokens, and no more than slots
+		// run at once however small the requests are.
+		k.Value = s
+		k.Source += fmt.Sprintf("; capped at the engine's %d slots", s)
+	}
 	rec.Summary.KVConcurrency = &k
 }
 
@@ -71,11 +77,14 @@ func derivedKVCapacity(f *workload.File, t *target) (int64, string, error) {
 	return c, fmt.Sprintf("derived: (%d MiB × %g − %d B weights) / %d B per token (%s)", t.env.GPU.Devices[0].MemoryMiB, util, f.Model.WeightsBytes, kvb, how), nil
 }
 
-// littleLaw checks mean in flight (the client's sampled counter while arrivals lasted)
-// against the arrival rate × mean time in the system. Errors count: they were in flight.
+// littleLaw checks the mean number of requests in flight while arrivals lasted (from
+// the first to the last scheduled time, integrated exactly over the requests' [sched,
+// end) intervals) against the arrival rate × the mean time in the system. Errors count:
+// they were in flight. A mismatch means the run never reached a steady state (the engine
+// fell further behind as the run went on) or requests went unaccounted.
 func littleLaw(rec *result.Record) *result.LittleLaw {
 	n := len(rec.Requests)
-	if n < 2 {
+	if n < 10 {
 		return nil
 	}
 	first, last := rec.Requests[0].SchedUS, rec.Requests[0].SchedUS
@@ -84,24 +93,20 @@ func littleLaw(rec *result.Record) *result.LittleLaw {
 		first, last = min(first, r.SchedUS), max(last, r.SchedUS)
 		sumW += float64(r.EndUS - r.SchedUS)
 	}
-	span := float64(last-first) / 1e6
-	if span <= 0 {
+	if last <= first {
 		return nil
 	}
-	var sumL float64
-	var k int
-	for _, s := range rec.Series.InFlight {
-		if s.TUS >= first && s.TUS <= last {
-			sumL += s.V
-			k++
+	// ∫ in-flight dt over [first, last] = Σ |[sched, end) ∩ [first, last]|.
+	var area float64
+	for _, r := range rec.Requests {
+		if lo, hi := max(r.SchedUS, first), min(r.EndUS, last); hi > lo {
+			area += float64(hi - lo)
 		}
 	}
-	if k < 5 {
-		return nil // too few samples while arrivals lasted to measure a mean
-	}
-	l := capacity.CheckLittleLaw(float64(n-1)/span, sumW/float64(n)/1e6, sumL/float64(k))
+	span := float64(last - first)
+	l := capacity.CheckLittleLaw(float64(n-1)/(span/1e6), sumW/float64(n)/1e6, area/span)
 	if l.Flagged {
-		rec.Notes = append(rec.Notes, fmt.Sprintf("Little's law: %.1f requests in flight measured, %.1f predicted (%.0f%% off): requests were not all accounted for, or the run never reached a steady state", l.MeasuredInFlight, l.PredictedInFlight, 100*l.Deviation))
+		rec.Notes = append(rec.Notes, fmt.Sprintf("Little's law: %.1f requests in flight measured, %.1f predicted (%.0f%% off): the run did not reach a steady state, or requests went unaccounted", l.MeasuredInFlight, l.PredictedInFlight, 100*l.Deviation))
 	}
 	return &l
 }

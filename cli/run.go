@@ -353,6 +353,10 @@ func (a *app) runOne(ctx context.Context, f *workload.File, w *workload.Workload
 		Users:     w.Arrival.Users,
 		Requests:  w.Requests,
 		Duration:  w.Duration,
+		// An engine that refuses 20 requests in a row has gone away: stop, keep what
+		// was measured, and say so, rather than send the rest of the schedule to a
+		// closed port.
+		StopAfterConnectErrors: 20,
 	}
 	if a.isTTY {
 		cfg.Progress = a.progressLine(w.Name)
@@ -405,6 +409,8 @@ func (a *app) fillRecord(rec *result.Record, w *workload.Workload, out *loadgen.
 	rec.Series.InFlight = out.InFlight
 	if out.Interrupted {
 		rec.Incomplete, rec.IncompleteReason = true, "interrupted"
+	} else if out.Stopped != "" {
+		rec.Incomplete, rec.IncompleteReason = true, out.Stopped
 	}
 	noUsage := 0
 	for _, r := range rec.Requests {
@@ -417,6 +423,10 @@ func (a *app) fillRecord(rec *result.Record, w *workload.Workload, out *loadgen.
 	}
 	if n := rec.Summary.Errors[engine.ErrConnect]; n > 0 && n == rec.Summary.Requests {
 		rec.Incomplete, rec.IncompleteReason = true, "engine unreachable: every request failed to connect"
+	} else if n := trailingConnectErrors(rec.Requests); n > 0 && !rec.Incomplete {
+		// The engine went away mid-run (a crash, an OOM kill): what it served before is
+		// kept, but the run did not measure it serving the workload.
+		rec.Incomplete, rec.IncompleteReason = true, fmt.Sprintf("engine stopped answering: the last %d of %d requests failed to connect", n, len(rec.Requests))
 	}
 	if rec.Summary.ClientSaturated {
 		rec.Notes = append(rec.Notes, "client-saturated: the load generator could not keep the schedule; the gate refuses this run")
@@ -449,3 +459,13 @@ func collectEnv(ctx context.Context, a *app, image ...string) (*envinfo.Env, err
 }
 
 func hardwareKey(env *envinfo.Env) string { return envinfo.HardwareKey(env) }
+
+// trailingConnectErrors counts the requests at the end of the schedule that failed to
+// connect: an engine that refuses the run's last requests is no longer there.
+func trailingConnectErrors(reqs []result.Request) int {
+	n := 0
+	for i := len(reqs) - 1; i >= 0 && reqs[i].Error == engine.ErrConnect; i-- {
+		n++
+	}
+	return n
+}

@@ -46,6 +46,10 @@ type Identity struct {
 	KVBlockSize      int   `json:"kv_block_size,omitempty"`
 	// KVSource says where the capacity came from, e.g. "vllm cache_config_info".
 	KVSource string `json:"kv_source,omitempty"`
+	// Slots is the number of sequences the engine runs at once when it has fixed slots
+	// (llama.cpp total_slots, Ollama's parallelism), each with its own share of the KV
+	// cache; 0 for engines that share one pool.
+	Slots int `json:"slots,omitempty"`
 	// KVBytesPerToken where the engine exposes the architecture (Ollama /api/show).
 	KVBytesPerToken int64 `json:"kv_bytes_per_token,omitempty"`
 	// Metrics says how to read the engine's Prometheus page; empty Path for none.
@@ -464,6 +468,7 @@ func identifyLlamaCpp(ctx context.Context, p *prober, id *Identity) {
 		id.Version = clean(props.BuildInfo)
 		if props.Settings.NCtx > 0 {
 			slots := max(props.TotalSlots, 1)
+			id.Slots = slots
 			// n_ctx in default_generation_settings is one slot's context; the KV cache
 			// holds every slot's.
 			id.KVCapacityTokens = int64(props.Settings.NCtx) * int64(slots)
@@ -528,6 +533,7 @@ func identifyOllama(ctx context.Context, p *prober, id *Identity, o IdentifyOpti
 		id.MaxContext = int(min(numCtx, trainCtx))
 	}
 	parallel := int64(max(o.Parallel, 1))
+	id.Slots = int(parallel)
 	id.KVCapacityTokens = numCtx * parallel
 	id.KVBlockSize = 1
 	// Ollama's KV cache is f16 by default: 2 bytes per element.

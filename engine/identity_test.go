@@ -111,7 +111,7 @@ func TestIdentifyEngines(t *testing.T) {
 				"GET /props":     `{"build_info":"b1-de3ff81","total_slots":4,"model_path":"stories260K.gguf","default_generation_settings":{"n_ctx":512}}`,
 				"GET /metrics":   "@../testdata/engines/llamacpp_metrics.txt",
 			},
-			want: idFacts{Engine: "llamacpp", Version: "b1-de3ff81", ModelID: llama8b, MaxContext: 512, KVCapacityTokens: 2048, KVBlockSize: 1},
+			want: idFacts{Engine: "llamacpp", Version: "b1-de3ff81", ModelID: llama8b, MaxContext: 512, KVCapacityTokens: 2048, KVBlockSize: 1, Slots: 4},
 			snap: Snapshot{QueueDepth: Value{0, true}, Running: Value{0, true}},
 		},
 		{
@@ -122,7 +122,7 @@ func TestIdentifyEngines(t *testing.T) {
 				"GET /api/version": `{"version":"0.6.5"}`,
 				"POST /api/show":   `{"parameters":"num_ctx                        2048","model_info":{"general.architecture":"llama","llama.block_count":5,"llama.attention.head_count":8,"llama.attention.head_count_kv":4,"llama.embedding_length":64,"llama.context_length":2048}}`,
 			},
-			want: idFacts{Engine: "ollama", Version: "0.6.5", ModelID: "stories260k:latest", MaxContext: 2048, KVCapacityTokens: 2048 * 2, KVBlockSize: 1, KVBytesPerToken: 2 * 5 * 4 * 8 * 2},
+			want: idFacts{Engine: "ollama", Version: "0.6.5", ModelID: "stories260k:latest", MaxContext: 2048, KVCapacityTokens: 2048 * 2, KVBlockSize: 1, KVBytesPerToken: 2 * 5 * 4 * 8 * 2, Slots: 2},
 		},
 		{
 			// A plain OpenAI-compatible server: nothing but the model list.
@@ -150,7 +150,7 @@ func TestIdentifyEngines(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := idFacts{Engine: id.Engine, Version: id.Version, ModelID: id.ModelID, ModelRevision: id.ModelRevision, MaxContext: id.MaxContext,
-				KVCapacityTokens: id.KVCapacityTokens, KVBlockSize: id.KVBlockSize, KVBytesPerToken: id.KVBytesPerToken}
+				KVCapacityTokens: id.KVCapacityTokens, KVBlockSize: id.KVBlockSize, KVBytesPerToken: id.KVBytesPerToken, Slots: id.Slots}
 			if got != tc.want {
 				t.Errorf("identity\n got %+v\nwant %+v", got, tc.want)
 			}
@@ -251,4 +251,5 @@ type idFacts struct {
 	KVCapacityTokens                        int64
 	KVBlockSize                             int
 	KVBytesPerToken                         int64
+	Slots                                   int
 }

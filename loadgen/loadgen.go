@@ -65,6 +65,10 @@ type Config struct {
 	// Progress, when set, is called at most every 200ms during each phase and once at
 	// the end of it, never concurrently.
 	Progress func(Progress)
+	// StopAfterConnectErrors stops the run when that many requests in a row failed to
+	// connect: the engine is gone, and sending the rest of a long schedule to a closed
+	// port measures nothing. 0 never stops.
+	StopAfterConnectErrors int
 	// Observe, when set, is started when the measured window opens; its context is
 	// canceled when the window closes and Run waits for it to return.
 	Observe func(ctx context.Context)
@@ -95,6 +99,9 @@ type Outcome struct {
 	// Interrupted: ctx was canceled. Requests never sent are absent; those in flight are
 	// recorded with error "canceled"; everything else measured is kept.
 	Interrupted bool
+	// Stopped says why the run stopped early on its own (StopAfterConnectErrors); "" when
+	// it did not. What was measured is kept, as for an interruption.
+	Stopped string
 }
 
 // Defaults.
@@ -120,9 +127,13 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		items = r.prefetch(len(arrivals), stop)
 	}
 
+	defer r.abort(nil)
 	out.Warmup = r.warmup()
 	if r.ctx.Err() != nil {
-		out.Interrupted = true
+		out.Interrupted = ctx.Err() != nil
+		if cause := context.Cause(r.ctx); !out.Interrupted && cause != nil {
+			out.Stopped = cause.Error()
+		}
 		start := r.now().Microseconds()
 		out.Window = result.Window{StartUS: start, EndUS: start}
 		return out, nil
@@ -156,7 +167,10 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		<-obsDone
 	}
 
-	out.Interrupted = r.ctx.Err() != nil
+	out.Interrupted = ctx.Err() != nil
+	if cause := context.Cause(r.ctx); !out.Interrupted && cause != nil && cause != context.Canceled {
+		out.Stopped = cause.Error()
+	}
 	out.Window = window(out.Measured, windowStart, arrivals, cfg.Closed)
 	return out, nil
 }

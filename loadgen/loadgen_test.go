@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -515,5 +516,53 @@ func TestPacer(t *testing.T) {
 				t.Error("wait for an hour returned true after cancellation")
 			}
 		})
+	}
+}
+
+// dyingStreamer serves the first `alive` requests, then refuses every connection, as an
+// engine that crashed mid-run.
+type dyingStreamer struct {
+	epoch time.Time
+	alive int64
+	n     atomic.Int64
+}
+
+func (d *dyingStreamer) Stream(ctx context.Context, req *engine.Request, res *engine.Result) {
+	res.Reset()
+	res.Send = time.Since(d.epoch)
+	if d.n.Add(1) > d.alive {
+		res.ErrReason = engine.ErrConnect
+		res.End = time.Since(d.epoch)
+		return
+	}
+	res.First, res.Last = time.Since(d.epoch), time.Since(d.epoch)
+	res.Chunks, res.OutputTokens, res.UsageReported, res.FinishReason = 1, 1, true, "length"
+	res.End = time.Since(d.epoch)
+}
+
+func TestStopsWhenTheEngineIsGone(t *testing.T) {
+	epoch := time.Now()
+	// 2,000 arrivals at 200/s would take 10 s; the engine dies after 30 requests and the
+	// run stops after 20 refused connections in a row.
+	src := &fakeSource{arrivals: constant(200, 2000)}
+	cfg := baseConfig(&dyingStreamer{epoch: epoch, alive: 30}, src, epoch)
+	cfg.StopAfterConnectErrors = 20
+	out := run(t, cfg)
+	if out.Stopped == "" || !strings.Contains(out.Stopped, "consecutive requests failed to connect") {
+		t.Fatalf("Stopped %q", out.Stopped)
+	}
+	ok, refused := 0, 0
+	for _, r := range out.Measured {
+		switch r.Error {
+		case "":
+			ok++
+		case engine.ErrConnect:
+			refused++
+		}
+	}
+	// Every request served before the crash is kept; the run stopped long before the
+	// schedule's end (a few requests may have been in flight when it stopped).
+	if ok != 30 || refused < 20 || len(out.Measured) > 200 {
+		t.Errorf("%d served, %d refused, %d measured", ok, refused, len(out.Measured))
 	}
 }

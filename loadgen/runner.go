@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -21,6 +22,17 @@ type runner struct {
 	// srcMu serializes calls into the Source, which need not be safe for concurrent use
 	// (the warm-up workers, the open-loop prefetcher and closed-loop users all call it).
 	srcMu sync.Mutex
+	// abort stops the run early (an engine that went away); connectFails counts the
+	// consecutive requests that failed to connect.
+	abort        context.CancelCauseFunc
+	connectFails atomic.Int64
+}
+
+// errEngineGone is the cause of a run stopped because the engine stopped answering.
+type errEngineGone struct{ n int }
+
+func (e errEngineGone) Error() string {
+	return fmt.Sprintf("engine stopped answering: %d consecutive requests failed to connect", e.n)
 }
 
 // slot is one request's reusable buffers.
@@ -30,7 +42,8 @@ type slot struct {
 }
 
 func newRunner(ctx context.Context, cfg Config) *runner {
-	r := &runner{ctx: ctx, cfg: cfg}
+	ctx, cancel := context.WithCancelCause(ctx)
+	r := &runner{ctx: ctx, cfg: cfg, abort: cancel}
 	r.pool.New = func() any { return new(slot) }
 	return r
 }
@@ -73,6 +86,15 @@ func (r *runner) do(ph *phase, i int, item workload.Item, sched time.Duration, o
 	after := r.now()
 	classify(&s.res, rctx.Err())
 	cancel()
+	if n := r.cfg.StopAfterConnectErrors; n > 0 {
+		if s.res.ErrReason == engine.ErrConnect {
+			if k := r.connectFails.Add(1); k >= int64(n) {
+				r.abort(errEngineGone{int(k)})
+			}
+		} else if s.res.ErrReason != engine.ErrCanceled {
+			r.connectFails.Store(0)
+		}
+	}
 
 	res := &s.res
 	if res.Send == 0 {

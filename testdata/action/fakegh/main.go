@@ -9,7 +9,11 @@
 //	fakegh serve -state DIR -token T -repo OWNER/NAME -pr N [-seed N] [-addr 127.0.0.1:0]
 //	fakegh lookalike -state DIR        # ask the server to copy our comment as someone else's
 //	fakegh stats -state DIR            # print KEY=VALUE facts about the calls and comments
+//	fakegh summary -log ACT.JSON       # print the job summary from act's --json log
 //
+// The job summary is GitHub's too, but act keeps no file of it: it empties the summary
+// file before every step and deletes it with the job. It logs each step's summary
+// instead, which is where `summary` reads it from.
 // It lives under testdata so that `go build ./...` and `go vet ./...` leave it alone.
 package main
 
@@ -45,7 +49,7 @@ func main() {
 	log.SetFlags(0)
 	log.SetPrefix("fakegh: ")
 	if len(os.Args) < 2 {
-		log.Fatal("usage: fakegh serve|lookalike|stats [flags]")
+		log.Fatal("usage: fakegh serve|lookalike|stats|summary [flags]")
 	}
 	var err error
 	switch os.Args[1] {
@@ -55,8 +59,10 @@ func main() {
 		err = lookalike(os.Args[2:])
 	case "stats":
 		err = stats(os.Args[2:], os.Stdout)
+	case "summary":
+		err = summary(os.Args[2:], os.Stdout)
 	default:
-		err = fmt.Errorf("unknown command %q; expected serve, lookalike or stats", os.Args[1])
+		err = fmt.Errorf("unknown command %q; expected serve, lookalike, stats or summary", os.Args[1])
 	}
 	if err != nil {
 		log.Fatal(err)
@@ -505,4 +511,35 @@ func readJSON(path string, v any) error {
 		return err
 	}
 	return json.Unmarshal(data, v)
+}
+
+// summary prints the job summary act logged with --json: the content of every
+// {"command":"summary"} entry, each once. A composite action's step is logged twice (the
+// step inside the action, then the step that uses the action, reading the same file).
+func summary(args []string, w io.Writer) error {
+	fs := flag.NewFlagSet("summary", flag.ContinueOnError)
+	path := fs.String("log", "", "act's output with --json (required)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	data, err := os.ReadFile(*path)
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		var e struct {
+			Command string `json:"command"`
+			Content string `json:"content"`
+		}
+		// Lines that are not JSON (a panic, a message from a step's child) are skipped.
+		if json.Unmarshal(line, &e) != nil || e.Command != "summary" || seen[e.Content] {
+			continue
+		}
+		seen[e.Content] = true
+		if _, err := io.WriteString(w, e.Content); err != nil {
+			return err
+		}
+	}
+	return nil
 }
