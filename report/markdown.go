@@ -3,7 +3,6 @@ package report
 import (
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 	"time"
 
@@ -439,20 +438,13 @@ func gaugeStr(g *result.Gauge, frac bool) string {
 	return fmt.Sprintf("p50 %s / p95 %s / max %s", num(g.P50), num(g.P95), num(g.Max))
 }
 
+// mdErrors is errorList with the reasons escaped for Markdown.
 func mdErrors(errs map[string]int) string {
-	if len(errs) == 0 {
-		return ""
+	esced := make(map[string]int, len(errs))
+	for k, v := range errs {
+		esced[esc(k)] = v
 	}
-	keys := make([]string, 0, len(errs))
-	for k := range errs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %d", esc(k), errs[k])
-	}
-	return " (" + strings.Join(parts, ", ") + ")"
+	return errorList(esced)
 }
 
 // code shows a value from the engine or environment as inline text that cannot break out:
