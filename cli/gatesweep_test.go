@@ -221,7 +221,7 @@ func TestGateSweeps(t *testing.T) {
 		// 6% less with 5% brackets on both sides: within their precision, warns.
 		{"6% lower", 20, 18.8, 0.05, false, ExitOK, "WARN", "the difference (-6.0%) is within the sweeps' bisection precision"},
 		// The gate refuses a client-limited sweep: exit 3, the reason in the table.
-		{"client-limited", 20, 0, 0.05, true, ExitFailure, "", "max_sustainable_rps: the gate refuses to judge this sweep: the load generator, not the engine"},
+		{"client-limited", 20, 0, 0.05, true, ExitFailure, "", "max_sustainable_rps: the gate refuses to judge this sweep: the load generator, not the engine, limited the sweep at 2 req/s (dispatch lag p99 3.000 ms > 1 ms)"},
 		// Run records and no sweep: a warning row that says how to make one.
 		{"no candidate sweep", 20, 0, 0.05, false, ExitOK, "WARN", "run `slogate sweep -c"},
 		// A sweep and no baseline sweep: a warning row that says how to make one.
@@ -247,6 +247,7 @@ func TestGateSweeps(t *testing.T) {
 			case c.client:
 				sw := e.sweepRecord(1, c.precision)
 				sw.Bound, sw.MaxSustainableRPS, sw.FirstFailingRPS = result.BoundClient, nil, nil
+				sw.Steps = append(sw.Steps, result.SweepStep{Step: 2, RateRPS: 2, Verdict: result.StepClient, Reason: "dispatch lag p99 3.000 ms > 1 ms"})
 				e.writeSweep("", sw)
 			case c.cand > 0:
 				e.writeSweep("", e.sweepRecord(c.cand, c.precision))
@@ -278,7 +279,7 @@ func TestGateSweepOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errs := e.run("gate", "-c", e.config, "-r", e.results)
-	if code != ExitOK || !strings.Contains(out, "only its sweep was judged") || !strings.Contains(out, "max_sustainable_rps  higher, -5%  20/s") {
+	if code != ExitOK || !strings.Contains(out, "only its sweep was judged") || !strings.Contains(out, "max_sustainable_rps  higher, -5%  20.00/s") {
 		t.Errorf("sweep only: exit %d\n%s%s", code, out, errs)
 	}
 	// An empty results directory is still bad input.

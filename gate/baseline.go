@@ -12,6 +12,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -431,9 +432,12 @@ func indent(dst *bytes.Buffer, src []byte, maxDepth int) {
 // same directory, synced, then renamed) and returns the path.
 func Write(dir string, b *Baseline) (string, error) {
 	for _, part := range []struct{ what, v string }{{"workload", b.Workload}, {"hardware", b.Hardware}} {
-		if part.v == "" || part.v == "." || part.v == ".." || strings.ContainsAny(part.v, `/\`+"\x00") {
+		if !nameable(part.v) {
 			return "", fmt.Errorf("baseline %s %q cannot name a file", part.what, part.v)
 		}
+	}
+	if strings.HasSuffix(b.Hardware, sweepSuffix) {
+		return "", fmt.Errorf("baseline hardware %q ends in %q, which names a sweep baseline's file", b.Hardware, sweepSuffix)
 	}
 	data, err := Marshal(b)
 	if err != nil {
@@ -573,8 +577,15 @@ func (s Store) Path(workload, hardware string) string {
 // Lookup loads the baseline of workload on hardware. A missing file is not an error: it
 // returns nil and the path where the baseline would be. A file that cannot be used, or
 // that holds another workload's or hardware's baseline, is a *FileError naming it.
+//
+// A hardware key never ends in ".sweep": <hardware>.sweep.json is the sweep baseline
+// beside the run baseline (LookupSweep), so a lister of *.json files that takes
+// "h100.sweep" for a hardware key finds no run baseline there rather than a bad file.
 func (s Store) Lookup(workload, hardware string) (*Baseline, string, error) {
 	shown := s.Path(workload, hardware)
+	if strings.HasSuffix(hardware, sweepSuffix) {
+		return nil, shown, nil
+	}
 	b, err := s.load(RelPath(workload, hardware))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -605,3 +616,110 @@ func (s Store) load(rel string) (*Baseline, error) {
 	}
 	return b, err
 }
+
+// nameable says whether a workload or hardware name can be a path element of a baseline.
+func nameable(v string) bool {
+	return v != "" && v != "." && v != ".." && !strings.ContainsAny(v, `/\`+"\x00")
+}
+
+// sweepSuffix ends the name of a sweep baseline, before ".json".
+const sweepSuffix = ".sweep"
+
+// SweepRelPath is where the sweep baseline of a workload on a hardware lives under the
+// baselines directory, beside its run baseline, slash-separated.
+func SweepRelPath(workload, hardware string) string {
+	return path.Join(workload, hardware+sweepSuffix+".json")
+}
+
+// SweepPath is the path of a sweep baseline as shown to a person.
+func (s Store) SweepPath(workload, hardware string) string {
+	return filepath.Join(s.Dir, filepath.FromSlash(SweepRelPath(workload, hardware)))
+}
+
+// SweepHardwareOf is the hardware a sweep is filed under: its Hardware, else "cpu" (as
+// HardwareOf a run record).
+func SweepHardwareOf(sw *result.Sweep) string {
+	if sw.Hardware == "" {
+		return "cpu"
+	}
+	return sw.Hardware
+}
+
+// LookupSweep loads the sweep baseline of workload on hardware: a sweep record kept as
+// slogate sweep wrote it. A missing file is not an error: it returns nil and the path
+// where it would be. A file that is not a sweep record, or that holds another workload's
+// or hardware's sweep, is a *FileError naming it.
+func (s Store) LookupSweep(workload, hardware string) (*result.Sweep, string, error) {
+	rel := SweepRelPath(workload, hardware)
+	shown := s.SweepPath(workload, hardware)
+	if s.FS == nil {
+		return nil, shown, nil
+	}
+	data, err := fs.ReadFile(s.FS, rel)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, shown, nil
+	case err != nil:
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			pe.Path = shown
+		}
+		return nil, shown, err
+	}
+	sw, err := result.DecodeSweep(shown, data)
+	var fe *result.FormatError
+	switch {
+	case errors.As(err, &fe):
+		return nil, shown, &FileError{Path: shown, Reason: fe.Reason}
+	case err != nil:
+		return nil, shown, err
+	case sw.Workload != workload:
+		return nil, shown, &FileError{Path: shown, Reason: fmt.Sprintf("holds the sweep of workload %q, not %q: a file copied into the wrong directory?", sw.Workload, workload)}
+	case SweepHardwareOf(sw) != hardware:
+		return nil, shown, &FileError{Path: shown, Reason: fmt.Sprintf("holds the sweep of hardware %q, not %q: a file copied under the wrong name?", SweepHardwareOf(sw), hardware)}
+	}
+	return sw, shown, nil
+}
+
+// WriteSweep writes sw, as it is, to dir/<workload>/<hardware>.sweep.json atomically and
+// returns the path. It does not judge the sweep: FitSweep says whether it can be a
+// baseline.
+func WriteSweep(dir string, sw *result.Sweep) (string, error) {
+	hw := SweepHardwareOf(sw)
+	for _, part := range []struct{ what, v string }{{"workload", sw.Workload}, {"hardware", hw}} {
+		if !nameable(part.v) {
+			return "", fmt.Errorf("sweep %s %q cannot name a file", part.what, part.v)
+		}
+	}
+	p := filepath.Join(dir, filepath.FromSlash(SweepRelPath(sw.Workload, hw)))
+	if err := result.WriteSweep(p, sw); err != nil {
+		return "", err
+	}
+	return p, nil
+}
+
+// UnfitSweep says why a sweep has no capacity to compare, as a baseline or as a
+// candidate; "" when it has one. A client-limited sweep measured the load generator, not
+// the engine; a failed one did not finish.
+func UnfitSweep(sw *result.Sweep) string {
+	switch {
+	case sw.Bound == result.BoundClient:
+		at := ""
+		for _, st := range sw.Steps {
+			if st.Verdict == result.StepClient {
+				at = " at " + fmtRPS(st.RateRPS) + " req/s"
+				if st.Reason != "" {
+					at += " (" + st.Reason + ")"
+				}
+			}
+		}
+		return "the load generator, not the engine, limited the sweep" + at + ": it has no capacity to report; rerun it on a less loaded machine"
+	case sw.Failure != "":
+		return "the sweep failed: " + sw.Failure
+	case sw.Bound == "":
+		return "the sweep has no bound: it did not finish"
+	}
+	return ""
+}
+
+func fmtRPS(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }

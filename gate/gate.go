@@ -1,5 +1,6 @@
 // Package gate owns the verdict: the baseline store (baselines/<workload>/<hardware>.json,
-// with the compact per-request data a bootstrap needs), the rules of a workload file
+// with the compact per-request data a bootstrap needs, and the sweep baseline
+// <hardware>.sweep.json beside it), the rules of a workload file
 // mapped to statistics over whole requests, the comparison of a run with its baseline
 // (through gate/stats), drift between their environments, and the audit of committed
 // baselines.
@@ -167,11 +168,20 @@ type Input struct {
 	Config *workload.File
 	// Runs are the candidate's run records, any number of workloads and trials.
 	Runs []*result.Record
+	// Sweeps are the candidate's sweep records (slogate sweep), at most one per workload
+	// and hardware: the max_sustainable_rps rule compares each with the sweep baseline
+	// beside the workload's baseline (Store.LookupSweep).
+	Sweeps []*result.Sweep
 	// Store holds the baselines.
 	Store Store
-	// Workloads restricts the gate to these names; each must have runs. Empty: every
-	// workload of Config that has runs.
+	// Workloads restricts the gate to these names; each must have runs or a sweep.
+	// Empty: every workload of Config that has either.
 	Workloads []string
+	// SweepHash, when set, is the workload hash a sweep of w with sw's step size would
+	// have if made from Config now (slogate sweep's hash: the step workload at rate 0, no
+	// warm-up); a sweep with another hash was made from another definition and is said to
+	// be. nil: not checked (the gate cannot build a sweep's step workload itself).
+	SweepHash func(w *workload.Workload, sw *result.Sweep) string
 }
 
 // Evaluate compares each workload's runs with its baseline. The error is an
@@ -205,23 +215,41 @@ func Evaluate(in Input) (*Result, error) {
 		defs[i] = d
 	}
 
-	type key struct{ workload, hardware string }
 	groups := map[key][]*result.Record{}
 	for _, r := range in.Runs {
 		k := key{r.Workload, HardwareOf(r)}
 		groups[k] = append(groups[k], r)
 	}
+	sweeps := map[key]*result.Sweep{}
+	for _, sw := range in.Sweeps {
+		k := key{sw.Workload, SweepHardwareOf(sw)}
+		if sweeps[k] != nil {
+			return nil, inputErrorf("two sweeps of workload %q on %s among the results: keep one sweep per workload and hardware", k.workload, k.hardware)
+		}
+		sweeps[k] = sw
+	}
+	sweepRule := slices.ContainsFunc(defs, func(d metricDef) bool { return d.kind == kindSweep })
 	byName := map[string]*workload.Workload{}
 	for i := range cfg.Workloads {
 		byName[cfg.Workloads[i].Name] = &cfg.Workloads[i]
 	}
-	hasRuns := map[string][]string{} // workload -> hardware keys, sorted
+	hasRuns := map[string][]string{} // workload -> hardware keys with runs or a sweep to judge
 	for k := range groups {
 		if byName[k.workload] == nil {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("run records of workload %q, which %s does not define: not judged", k.workload, cfg.Path))
 			continue
 		}
 		hasRuns[k.workload] = append(hasRuns[k.workload], k.hardware)
+	}
+	for k := range sweeps {
+		switch {
+		case byName[k.workload] == nil:
+			res.Warnings = append(res.Warnings, fmt.Sprintf("a sweep of workload %q, which %s does not define: not judged", k.workload, cfg.Path))
+		case !sweepRule:
+			res.Warnings = append(res.Warnings, fmt.Sprintf("the sweep of %q on %s is not judged: gate.rules has no max_sustainable_rps rule", k.workload, k.hardware))
+		case groups[k] == nil:
+			hasRuns[k.workload] = append(hasRuns[k.workload], k.hardware)
+		}
 	}
 	slices.Sort(res.Warnings)
 
@@ -233,7 +261,7 @@ func Evaluate(in Input) (*Result, error) {
 			case w == nil:
 				return nil, inputErrorf("%s: no workload %q", cfg.Path, n)
 			case len(hasRuns[n]) == 0:
-				return nil, inputErrorf("no run record of workload %q among the results", n)
+				return nil, inputErrorf("no run record or sweep of workload %q among the results", n)
 			}
 			selected = append(selected, w)
 		}
@@ -241,21 +269,28 @@ func Evaluate(in Input) (*Result, error) {
 		for i := range cfg.Workloads {
 			w := &cfg.Workloads[i]
 			if len(hasRuns[w.Name]) == 0 {
-				res.Warnings = append(res.Warnings, fmt.Sprintf("workload %q has no run record among the results: not judged", w.Name))
+				res.Warnings = append(res.Warnings, fmt.Sprintf("workload %q has no run record or sweep among the results: not judged", w.Name))
 				continue
 			}
 			selected = append(selected, w)
 		}
 	}
 	if len(selected) == 0 {
-		return nil, inputErrorf("no run records of the workloads of %s to judge", cfg.Path)
+		return nil, inputErrorf("no run records or sweeps of the workloads of %s to judge", cfg.Path)
 	}
 
 	for _, w := range selected {
 		hws := hasRuns[w.Name]
 		slices.Sort(hws)
 		for _, hw := range hws {
-			wr, err := judgeWorkload(cfg, w, hw, groups[key{w.Name, hw}], in.Store, rules, defs)
+			k := key{w.Name, hw}
+			var wr *WorkloadResult
+			var err error
+			if len(groups[k]) == 0 {
+				wr, err = judgeSweepOnly(cfg, w, hw, sweeps[k], in, rules, defs)
+			} else {
+				wr, err = judgeWorkload(cfg, w, hw, groups[k], sweeps[k], in, rules, defs)
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -270,7 +305,11 @@ func Evaluate(in Input) (*Result, error) {
 	return res, nil
 }
 
-func judgeWorkload(cfg *workload.File, w *workload.Workload, hw string, recs []*result.Record, store Store, rules []workload.Rule, defs []metricDef) (*WorkloadResult, error) {
+// key is a workload on a hardware: what one baseline covers.
+type key struct{ workload, hardware string }
+
+func judgeWorkload(cfg *workload.File, w *workload.Workload, hw string, recs []*result.Record, sw *result.Sweep, in Input, rules []workload.Rule, defs []metricDef) (*WorkloadResult, error) {
+	store := in.Store
 	recs, err := sortTrials(recs)
 	if err != nil {
 		return nil, &InputError{Reason: err.Error()}
@@ -341,15 +380,24 @@ func judgeWorkload(cfg *workload.File, w *workload.Workload, hw string, recs []*
 		}
 	}
 
+	sides, err := sweepSidesOf(cfg, w, hw, sw, in, defs)
+	if err != nil {
+		return nil, err
+	}
 	// Rules are independent and each comparison is seeded, so they run in parallel and
 	// give the same result as one after another.
 	ms := make([]MetricResult, len(rules))
 	judged := make([]bool, len(rules))
 	var wg sync.WaitGroup
 	for i := range rules {
+		if defs[i].kind == kindSweep {
+			ms[i], judged[i] = evalSweep(rules[i], defs[i], sides), true
+			continue
+		}
 		wg.Go(func() { ms[i], judged[i] = evalRule(rules[i], defs[i], base, cand, cfg.Gate) })
 	}
 	wg.Wait()
+	refuseSweep(wr, ms, judged)
 	for i, m := range ms {
 		if judged[i] {
 			wr.Metrics = append(wr.Metrics, m)
@@ -378,11 +426,6 @@ func evalRule(rule workload.Rule, def metricDef, base, cand []*run, g workload.G
 	m.Warnings = append(m.Warnings, def.notes...)
 
 	var verdicts []Verdict
-	if def.kind == kindMissing {
-		m.Verdict = Warn
-		m.Warnings = append(m.Warnings, def.missing)
-		return m, true
-	}
 
 	// Per-trial values in the metric's unit, NaN where a trial has none.
 	values := func(runs []*run) ([]float64, []stats.Metric) {

@@ -22,7 +22,7 @@ const (
 const (
 	kindBootstrap = iota // recomputed on resamples of whole requests
 	kindExact            // deterministic: the tolerance alone (DESIGN §5)
-	kindMissing          // named by rules, but no record holds it yet
+	kindSweep            // from sweep records, not runs: judged by evalSweep
 )
 
 // metricDef says how to compute a rule's metric from a run and which way is better.
@@ -37,7 +37,7 @@ type metricDef struct {
 	build func(r *run) stats.Metric
 	// exact is the value of one run (kindExact); false when the run has none.
 	exact func(r *run) (float64, bool)
-	// missing says why a value is absent (kindExact without a value, kindMissing).
+	// missing says why a value is absent (kindExact without a value).
 	missing string
 	// notes are said of every comparison of this metric.
 	notes []string
@@ -72,8 +72,7 @@ func lookupMetric(name string) (metricDef, error) {
 			},
 			missing: "no KV-limited concurrency: the engine reported no KV capacity, and the config gives no kv_bytes_per_token to derive it"}, nil
 	case "max_sustainable_rps":
-		return metricDef{name: name, unit: UnitRPS, natural: stats.HigherIsBetter, kind: kindMissing,
-			missing: "no sweep data: max_sustainable_rps comes from a sweep run, and these records are not sweeps"}, nil
+		return metricDef{name: name, unit: UnitRPS, natural: stats.HigherIsBetter, kind: kindSweep, scale: 1}, nil
 	}
 	m, stat, ok := strings.Cut(name, "_")
 	if !ok || !slices.Contains([]string{"ttft", "tpot", "itl", "e2e"}, m) {

@@ -226,15 +226,39 @@ func article(jsonKind string) string {
 	return "a " + jsonKind
 }
 
-// OtherOutputs are the schemas of the files slogate writes beside run records in a
-// results directory (the gate's result, a sweep's summary): ReadDir passes over them.
-var OtherOutputs = []string{"slogate.gate/v1", "slogate.sweep/v1"}
+// ReadSweepsDir reads every sweep record (*.json with schema slogate.sweep/v1) of dir, not
+// its subdirectories (where a sweep keeps its steps), in name order. Other files are
+// passed over: they are ReadDir's to read or refuse. A file that claims the sweep schema
+// but does not decode as one is a *FormatError naming it.
+func ReadSweepsDir(dir string) ([]*Sweep, error) {
+	names, err := jsonNames(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Sweep
+	for _, n := range names {
+		path := filepath.Join(dir, n)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		var probe struct {
+			Schema string `json:"schema"`
+		}
+		if json.Unmarshal(data, &probe) != nil || probe.Schema != SweepSchema {
+			continue
+		}
+		s, err := DecodeSweep(path, data)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
 
-// ReadDir reads every *.json file of dir (not its subdirectories), in name order. Every
-// such file must be a run record, or one of slogate's OtherOutputs: anything else yields a
-// *FormatError naming it, rather than a baseline or result silently left out of a
-// comparison.
-func ReadDir(dir string) ([]*Record, error) {
+// jsonNames are the names of the *.json files of dir, sorted.
+func jsonNames(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
@@ -246,6 +270,22 @@ func ReadDir(dir string) ([]*Record, error) {
 		}
 	}
 	slices.Sort(names)
+	return names, nil
+}
+
+// OtherOutputs are the schemas of the files slogate writes beside run records in a
+// results directory (the gate's result, a sweep's summary): ReadDir passes over them.
+var OtherOutputs = []string{"slogate.gate/v1", "slogate.sweep/v1"}
+
+// ReadDir reads every *.json file of dir (not its subdirectories), in name order. Every
+// such file must be a run record, or one of slogate's OtherOutputs: anything else yields a
+// *FormatError naming it, rather than a baseline or result silently left out of a
+// comparison.
+func ReadDir(dir string) ([]*Record, error) {
+	names, err := jsonNames(dir)
+	if err != nil {
+		return nil, err
+	}
 	recs := make([]*Record, 0, len(names))
 	for _, n := range names {
 		path := filepath.Join(dir, n)

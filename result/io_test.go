@@ -245,3 +245,44 @@ func TestReadDirPassesOverOtherOutputs(t *testing.T) {
 		t.Fatalf("a baseline in a results directory: err %v", err)
 	}
 }
+
+func TestReadSweepsDir(t *testing.T) {
+	dir := t.TempDir()
+	rec := &Record{Schema: Schema, Workload: "w", WorkloadHash: "sha256:x", Requests: []Request{}}
+	if err := Write(filepath.Join(dir, "w.json"), rec); err != nil {
+		t.Fatal(err)
+	}
+	max := 12.5
+	for name, wl := range map[string]string{"b.sweep.json": "beta", "a.sweep.json": "alpha"} {
+		sw := &Sweep{Workload: wl, WorkloadHash: "sha256:s", Bound: BoundSLO, MaxSustainableRPS: &max}
+		if err := WriteSweep(filepath.Join(dir, name), sw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A sweep's steps live in a subdirectory: run records of other rates, never read here.
+	if err := Write(filepath.Join(dir, "a.sweep", "step1.json"), rec); err != nil {
+		t.Fatal(err)
+	}
+	// The gate's result, and a file that is not JSON: ReadDir's business, passed over.
+	os.WriteFile(filepath.Join(dir, "gate.json"), []byte(`{"schema":"slogate.gate/v1"}`), 0o644)
+	os.WriteFile(filepath.Join(dir, "junk.json"), []byte(`{`), 0o644)
+	sws, err := ReadSweepsDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sws) != 2 || sws[0].Workload != "alpha" || sws[1].Workload != "beta" || *sws[0].MaxSustainableRPS != 12.5 {
+		t.Fatalf("ReadSweepsDir = %+v, want alpha then beta at 12.5 req/s", sws)
+	}
+
+	// A file that says it is a sweep and is not one is refused by name.
+	bad := filepath.Join(dir, "c.sweep.json")
+	os.WriteFile(bad, []byte(`{"schema":"slogate.sweep/v1","steps":"none"}`), 0o644)
+	_, err = ReadSweepsDir(dir)
+	var fe *FormatError
+	if !errors.As(err, &fe) || fe.Path != bad {
+		t.Errorf("ReadSweepsDir error = %v, want a FormatError naming %s", err, bad)
+	}
+	if _, err := ReadSweepsDir(filepath.Join(dir, "nope")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing dir: %v", err)
+	}
+}
