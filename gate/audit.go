@@ -131,7 +131,9 @@ func baselineFiles(s Store, name string) ([]string, error) {
 	var out []string
 	for _, e := range entries {
 		n := e.Name()
-		if !e.IsDir() && strings.HasSuffix(n, ".json") && !strings.HasPrefix(n, ".") {
+		// Sweep baselines (<hardware>.sweep.json) sit beside run baselines; they are not
+		// hardware of their own.
+		if !e.IsDir() && strings.HasSuffix(n, ".json") && !strings.HasSuffix(n, ".sweep.json") && !strings.HasPrefix(n, ".") {
 			out = append(out, n)
 		}
 	}
