@@ -358,74 +358,7 @@ func parseBit(c byte) (bool, error) {
 // that a change of version or summary reads as such in a diff, and each column on one
 // line, which keeps the file compact.
 func Marshal(b *Baseline) ([]byte, error) {
-	var compact bytes.Buffer
-	enc := json.NewEncoder(&compact)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(b); err != nil {
-		return nil, err
-	}
-	src := bytes.TrimRight(compact.Bytes(), "\n")
-	out := bytes.NewBuffer(make([]byte, 0, len(src)+len(src)/16))
-	indent(out, src, 4)
-	out.WriteByte('\n')
-	return out.Bytes(), nil
-}
-
-// indent writes compact JSON src to dst with containers opened at depth ≤ maxDepth
-// expanded one member per line and deeper ones left compact.
-func indent(dst *bytes.Buffer, src []byte, maxDepth int) {
-	newline := func(depth int) {
-		dst.WriteByte('\n')
-		for range depth {
-			dst.WriteString("  ")
-		}
-	}
-	depth := 0
-	inString, escaped := false, false
-	for i, c := range src {
-		if inString {
-			dst.WriteByte(c)
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inString = true
-			dst.WriteByte(c)
-		case '{', '[':
-			depth++
-			dst.WriteByte(c)
-			empty := i+1 < len(src) && (src[i+1] == '}' || src[i+1] == ']')
-			if depth <= maxDepth && !empty {
-				newline(depth)
-			}
-		case '}', ']':
-			if depth <= maxDepth && src[i-1] != '{' && src[i-1] != '[' {
-				newline(depth - 1)
-			}
-			dst.WriteByte(c)
-			depth--
-		case ',':
-			dst.WriteByte(c)
-			if depth <= maxDepth {
-				newline(depth)
-			}
-		case ':':
-			dst.WriteByte(c)
-			if depth <= maxDepth {
-				dst.WriteByte(' ')
-			}
-		default:
-			dst.WriteByte(c)
-		}
-	}
+	return result.MarshalLayered(b, 4)
 }
 
 // Write writes b to dir/<workload>/<hardware>.json atomically (a temporary file in the

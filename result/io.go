@@ -39,15 +39,23 @@ func Marshal(r *Record) ([]byte, error) {
 	if rec.Requests == nil {
 		rec.Requests = []Request{} // "requests": [] rather than null
 	}
+	return MarshalLayered(&rec, expandDepth)
+}
+
+// MarshalLayered encodes v as JSON with the containers opened at depth ≤ depth expanded
+// one member per line and deeper ones kept on one line: readable and diffable at the top,
+// compact where the bulk is. HTML characters are not escaped (error texts from servers
+// stay readable).
+func MarshalLayered(v any, depth int) ([]byte, error) {
 	var compact bytes.Buffer
 	enc := json.NewEncoder(&compact)
-	enc.SetEscapeHTML(false) // error texts from servers stay readable
-	if err := enc.Encode(&rec); err != nil {
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
 	src := bytes.TrimRight(compact.Bytes(), "\n")
 	out := bytes.NewBuffer(make([]byte, 0, len(src)+len(src)/8))
-	indent(out, src, expandDepth)
+	indent(out, src, depth)
 	out.WriteByte('\n')
 	return out.Bytes(), nil
 }
