@@ -21,7 +21,8 @@ baselines (--baselines, else gate.baselines relative to FILE) and prints the ver
 every rule of gate.rules, with its interval, and the environment drift. A sweep record
 in RESULTS_DIR (<name>.sweep.json, written by 'slogate sweep') is compared with the
 sweep baseline beside the workload's baseline by the max_sustainable_rps rule. --json
-writes the whole result as JSON (keep it out of RESULTS_DIR, which must hold records only).
+writes the whole result as JSON (schema slogate.gate/v1, which a later gate over the same
+RESULTS_DIR passes over).
 Exit codes: 0 pass, warn or improved; 1 fail, or incomparable (a changed workload is not
 a pass); 2 bad input (config, flags, a baseline or run record that cannot be read);
 3 a run or sweep the gate refuses to judge (incomplete, or the load generator saturated).`
