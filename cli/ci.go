@@ -140,7 +140,8 @@ func (c *ci) modeGate(ctx context.Context) int {
 		c.setOutputs()
 		return code
 	}
-	res, err := gate.Evaluate(gate.Input{Config: c.f, Runs: recs, Store: baselineStore(c.f, "")})
+	store := baselineStore(c.f, "")
+	res, err := gate.Evaluate(gate.Input{Config: c.f, Runs: recs, Store: store})
 	if err != nil {
 		c.errorf("gate: %v", err)
 		c.out.Verdict = "error"
@@ -163,7 +164,7 @@ func (c *ci) modeGate(ctx context.Context) int {
 		RunURL: c.gh.RunURL, Generated: c.now(),
 	})
 	// Every file is written before the first call to GitHub.
-	rp, err := writeReports(c.outDir, res, md, recs, c.now())
+	rp, err := writeReports(c.outDir, res, md, recs, store, c.now())
 	if err != nil {
 		c.errorf("%v", err)
 		return ExitFailure
@@ -183,12 +184,23 @@ func (c *ci) modeGate(ctx context.Context) int {
 	return ciExitCode(res.Verdict, c.in.FailOn)
 }
 
+// baselineRecord is the baseline of rec's workload and hardware as a record of its
+// latency distributions, for the HTML report; nil when there is none.
+func baselineRecord(store gate.Store, rec *result.Record) *result.Record {
+	b, _, err := store.Lookup(rec.Workload, gate.HardwareOf(rec))
+	if err != nil || b == nil {
+		return nil
+	}
+	return b.DistributionRecord()
+}
+
 // writeReports writes gate.json, comment.md and report.html into the results directory
 // and returns the HTML report's path.
-func writeReports(outDir string, res *gate.Result, md string, recs []*result.Record, now time.Time) (string, error) {
+func writeReports(outDir string, res *gate.Result, md string, recs []*result.Record, store gate.Store, now time.Time) (string, error) {
 	var html bytes.Buffer
 	if err := report.WriteHTML(&html, report.HTMLReport{
 		Title: "slogate: " + recs[0].Workload, Generated: now, Verdict: string(res.Verdict), Candidate: recs[0],
+		Baseline: baselineRecord(store, recs[0]),
 	}); err != nil {
 		return "", fmt.Errorf("rendering the HTML report: %w", err)
 	}

@@ -59,7 +59,8 @@ func (a *app) cmdDemo(ctx context.Context, args []string) int {
 		return code
 	}
 	// Gate against the baseline committed for the demo (embedded in the binary).
-	res, err := gate.Evaluate(gate.Input{Config: f, Runs: recs, Store: gate.Store{FS: baselines.FS, Dir: "baselines"}})
+	store := gate.Store{FS: baselines.FS, Dir: "baselines"}
+	res, err := gate.Evaluate(gate.Input{Config: f, Runs: recs, Store: store})
 	if err != nil {
 		a.errorf("gate: %v", err)
 		return ExitFailure
@@ -69,7 +70,7 @@ func (a *app) cmdDemo(ctx context.Context, args []string) int {
 		byName[r.Workload] = append(byName[r.Workload], r)
 	}
 	md := report.Markdown(report.Comment{Gate: res, Runs: byName, Fleet: fleetSection(f, res), Generated: a.now()})
-	rp, err := writeReports(*out, res, md, recs, a.now())
+	rp, err := writeReports(*out, res, md, recs, store, a.now())
 	if err != nil {
 		a.errorf("%v", err)
 		return ExitFailure

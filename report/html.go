@@ -359,10 +359,20 @@ func charts(cand, base *result.Record) []chart {
 		b, err := f(cand, base)
 		out = append(out, chartOf(title, caption, missing, b, err))
 	}
-	add("TTFT distribution",
+	// A baseline rebuilt from a baseline file has distributions but no timelines (no
+	// window): the charts over time show the candidate alone.
+	dists := base
+	if base != nil && base.Window.EndUS == 0 {
+		base = nil
+	}
+	addDist := func(title, caption, missing string, f func(c, b *result.Record) ([]byte, error)) {
+		b, err := f(cand, dists)
+		out = append(out, chartOf(title, caption, missing, b, err))
+	}
+	addDist("TTFT distribution",
 		"Empirical CDF of each successful request's time to first token, measured from its scheduled send. Dots mark the p50 and p99 of the run summary.",
 		"No successful request produced a first token: there is no TTFT to draw.", TTFTChart)
-	add("Inter-token latency distribution",
+	addDist("Inter-token latency distribution",
 		"Empirical CDF of every gap between consecutive content chunks of the successful requests, pooled. Dots mark the p50 and p99 of the run summary.",
 		"No successful request streamed two content chunks: there is no gap to draw.", ITLChart)
 	add("Requests in flight",
