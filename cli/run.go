@@ -34,6 +34,7 @@ func (a *app) cmdRun(ctx context.Context, args []string) int {
 	fs.StringVar(&p.target, "target", "", "engine base `URL`, overriding target.url")
 	fs.StringVar(&p.outDir, "o", "slogate-out", "output `dir`ectory for run records")
 	fs.StringVar(&p.outDir, "out", "slogate-out", "output `dir`ectory (same as -o)")
+	fs.StringVar(&p.shard, "shard", "", "send shard `i/n` of the schedule (every n-th arrival); merge the n records with 'slogate merge'")
 	if code, ok := a.parse(fs, args); !ok {
 		return code
 	}
@@ -46,7 +47,8 @@ func (a *app) cmdRun(ctx context.Context, args []string) int {
 }
 
 type runParams struct {
-	quiet  bool // no summary table (the caller prints its own)
+	quiet  bool   // no summary table (the caller prints its own)
+	shard  string // "i/n": this machine sends shard i of n of the schedule
 	config string
 	names  stringList
 	target string
@@ -105,6 +107,11 @@ func (a *app) runWorkloads(ctx context.Context, f *workload.File, p runParams) (
 		a.errorf("%v", err)
 		return nil, ExitBadInput
 	}
+	shardI, shardN, err := parseShardFlag(p.shard, selected)
+	if err != nil {
+		a.errorf("%v", err)
+		return nil, ExitBadInput
+	}
 	var launched *engine.Process
 	if f.Target.Start != nil {
 		var stop func()
@@ -123,7 +130,7 @@ func (a *app) runWorkloads(ctx context.Context, f *workload.File, p runParams) (
 	for _, w := range selected {
 		repeats := max(w.Repeats, 1)
 		for trial := 1; trial <= repeats; trial++ {
-			rec := a.runOne(ctx, f, w, t, trial, repeats)
+			rec := a.runOne(ctx, f, w, t, trial, repeats, shardI, shardN)
 			if launched != nil {
 				if rec.Warmup == nil {
 					rec.Warmup = &result.WarmupSummary{}
@@ -290,7 +297,7 @@ func ignoreEOS(f *workload.File, w *workload.Workload, engineName string) bool {
 }
 
 // runOne runs one trial of one workload and returns its record, complete or not.
-func (a *app) runOne(ctx context.Context, f *workload.File, w *workload.Workload, t *target, trial, repeats int) *result.Record {
+func (a *app) runOne(ctx context.Context, f *workload.File, w *workload.Workload, t *target, trial, repeats, shardI, shardN int) *result.Record {
 	start := a.now()
 	epoch := time.Now()
 	client := engine.NewClient(engine.ClientOptions{BaseURL: t.url, APIKey: t.apiKey, Model: t.id.ModelID, Epoch: epoch})
@@ -340,9 +347,16 @@ func (a *app) runOne(ctx context.Context, f *workload.File, w *workload.Workload
 	cal := gen.Calibration()
 	rec.Calibration = result.Calibration{Method: cal.Method, CharsPerToken: cal.CharsPerToken}
 
+	var src loadgen.Source = gen
+	var shard *shardSource
+	if shardN > 0 {
+		shard = newShardSource(gen, shardI, shardN)
+		src = shard
+		rec.Shard = fmt.Sprintf("%d/%d", shardI, shardN)
+	}
 	cfg := loadgen.Config{
 		Streamer:  client,
-		Source:    gen,
+		Source:    src,
 		Epoch:     epoch,
 		API:       f.Target.API,
 		Model:     t.id.ModelID,
@@ -379,9 +393,18 @@ func (a *app) runOne(ctx context.Context, f *workload.File, w *workload.Workload
 		rec.Incomplete, rec.IncompleteReason = true, err.Error()
 		return rec
 	}
+	var shiftUS int64
+	if shard != nil {
+		shiftUS = shard.toSchedule(out)
+	}
 	a.fillRecord(rec, w, out, closed)
 	if sampler != nil {
 		sampler.Apply(rec)
+		for _, ss := range rec.Series.Engine {
+			for k := range ss {
+				ss[k].TUS -= shiftUS
+			}
+		}
 	}
 	kvConcurrency(rec, f, t)
 	rec.Summary.LittleLaw = littleLaw(rec)

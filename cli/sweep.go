@@ -183,7 +183,7 @@ func (a *app) sweep(ctx context.Context, f *workload.File, w *workload.Workload,
 	}
 
 	probe := func(k int, phase string, rate float64) result.SweepStep {
-		rec := a.runOne(ctx, f, stepWorkload(w, rate, p, k == 1), t, 0, 1)
+		rec := a.runOne(ctx, f, stepWorkload(w, rate, p, k == 1), t, 0, 1, 0, 0)
 		rec.Notes = append(rec.Notes, fmt.Sprintf("sweep step %d (%s) at %s req/s", k, phase, strconv.FormatFloat(rate, 'g', -1, 64)))
 		if sw.Engine == nil {
 			sw.Engine = rec.Engine
