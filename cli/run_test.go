@@ -170,15 +170,27 @@ func TestRunErrors(t *testing.T) {
 }
 
 func TestRunInterruptedKeepsWhatWasMeasured(t *testing.T) {
-	// A slow engine and an interrupt after 1.5 s: the record is written, marked
-	// incomplete, and holds the requests sent so far.
-	url := startSim(t, sim.Options{Seed: 1, Faults: sim.Faults{Slowdown: 5}})
+	// A slow engine and an interrupt once it has finished a few measured requests (not
+	// after a fixed time, which a loaded machine may spend before the window opens): the
+	// record is written, marked incomplete, and holds the requests sent so far.
+	srv, err := sim.Start(context.Background(), sim.Options{Seed: 1, Faults: sim.Faults{Slowdown: 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
 	cfg := writeConfig(t, strings.Replace(tinyConfig, "requests: 40", "requests: 400", 1))
 	dir := t.TempDir()
 	a, _, errb := testApp(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	code := a.run(ctx, []string{"run", "-c", cfg, "--target", url, "-o", dir})
+	go func() {
+		// 2 warm-up requests, then at least 4 measured ones.
+		for srv.Server.Stats().Finished < 6 && ctx.Err() == nil {
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel()
+	}()
+	code := a.run(ctx, []string{"run", "-c", cfg, "--target", srv.URL, "-o", dir})
 	if code != ExitFailure {
 		t.Fatalf("exit %d, want 3; stderr %s", code, errb)
 	}
@@ -186,7 +198,7 @@ func TestRunInterruptedKeepsWhatWasMeasured(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !rec.Incomplete || rec.IncompleteReason != "interrupted" || len(rec.Requests) == 0 || len(rec.Requests) >= 400 {
+	if !rec.Incomplete || rec.IncompleteReason != "interrupted" || len(rec.Requests) < 4 || len(rec.Requests) >= 400 {
 		t.Errorf("incomplete %v (%q), %d requests", rec.Incomplete, rec.IncompleteReason, len(rec.Requests))
 	}
 }
