@@ -66,7 +66,13 @@ func FromRun(r *result.Record) (Measured, error) {
 	if s.ClientSaturated {
 		return Measured{}, errors.New("run of " + r.Workload + " is client-saturated: the load generator, not the engine, set its rate")
 	}
-	m := Measured{Source: "run", Attainment: s.SLOAttainment, AttainmentTarget: r.SLOAttainmentTarget, KV: s.KVConcurrency}
+	return FromSummary(s, r.SLOAttainmentTarget), nil
+}
+
+// FromSummary is FromRun's operating point from a run's summary alone (a baseline keeps
+// summaries, not records), for a run already known to be complete and unsaturated.
+func FromSummary(s *result.Summary, attainmentTarget float64) Measured {
+	m := Measured{Source: "run", Attainment: s.SLOAttainment, AttainmentTarget: attainmentTarget, KV: s.KVConcurrency}
 	m.Operating = Operating{
 		SustainableRPS: s.ThroughputRPS,
 		MeanE2ES:       s.E2Ems.Mean / 1000,
@@ -76,10 +82,10 @@ func FromRun(r *result.Record) (Measured, error) {
 	if s.KVConcurrency != nil {
 		m.Operating.KVConcurrency = s.KVConcurrency.Value
 	}
-	if r.SLOAttainmentTarget > 0 && s.SLOAttainment < r.SLOAttainmentTarget {
-		m.Warnings = append(m.Warnings, fmt.Sprintf("the run missed its SLO (attainment %.2f%% < %.2f%%): its throughput is above any rate the SLO allows", 100*s.SLOAttainment, 100*r.SLOAttainmentTarget))
+	if attainmentTarget > 0 && s.SLOAttainment < attainmentTarget {
+		m.Warnings = append(m.Warnings, fmt.Sprintf("the run missed its SLO (attainment %.2f%% < %.2f%%): its throughput is above any rate the SLO allows", 100*s.SLOAttainment, 100*attainmentTarget))
 	}
-	return m, nil
+	return m
 }
 
 // Worksheet computes the worksheet for this operating point and adds its warnings.

@@ -387,17 +387,18 @@ func fleetSection(f *workload.File, res *gate.Result) *report.FleetSection {
 	if f.Capacity == nil {
 		return nil
 	}
+	t := capacity.TrafficFrom(f.Capacity)
 	for _, w := range res.Workloads {
 		if len(w.BaselineSummaries) == 0 || len(w.CandidateSummaries) == 0 {
 			continue
 		}
-		t := capacity.Traffic{PeakRPS: f.Capacity.PeakRPS, TargetUtilization: f.Capacity.TargetUtilization, Headroom: f.Capacity.Headroom, Redundancy: f.Capacity.Redundancy, GPUHourUSD: f.Capacity.GPUHourUSD}
+		target := attainmentTarget(f, w.Name)
 		fs := &report.FleetSection{Workload: w.Name, PeakRPS: t.PeakRPS}
 		var err error
-		if fs.Baseline, err = capacity.Compute(t, operatingPoint(&w.BaselineSummaries[0])); err != nil {
+		if fs.Baseline, err = capacity.FromSummary(&w.BaselineSummaries[0], target).Worksheet(t); err != nil {
 			fs.BaselineErr = "baseline: " + err.Error()
 		}
-		if fs.Candidate, err = capacity.Compute(t, operatingPoint(&w.CandidateSummaries[0])); err != nil {
+		if fs.Candidate, err = capacity.FromSummary(&w.CandidateSummaries[0], target).Worksheet(t); err != nil {
 			fs.CandErr = "candidate: " + err.Error()
 		}
 		if fs.Baseline != nil && fs.Candidate != nil {
@@ -408,12 +409,12 @@ func fleetSection(f *workload.File, res *gate.Result) *report.FleetSection {
 	return nil
 }
 
-// operatingPoint is a plain run's operating point: the worksheet warns that it is not a
-// sweep's SLO-bound rate.
-func operatingPoint(s *result.Summary) capacity.Operating {
-	op := capacity.Operating{SustainableRPS: s.GoodputRPS, MeanE2ES: s.E2Ems.Mean / 1000, Attempts: s.Requests, Completed: s.Completed}
-	if s.KVConcurrency != nil {
-		op.KVConcurrency = s.KVConcurrency.Value
+// attainmentTarget is the SLO attainment target of the named workload (0 if unknown).
+func attainmentTarget(f *workload.File, name string) float64 {
+	for _, w := range f.Workloads {
+		if w.Name == name {
+			return w.SLO.Attainment
+		}
 	}
-	return op
+	return 0
 }

@@ -256,7 +256,7 @@ func (a *app) prepareTarget(ctx context.Context, f *workload.File, override stri
 	if id.ModelRevision != "" {
 		t.flat["model.revision"] = id.ModelRevision
 	}
-	t.hardware = hardwareKey(env)
+	t.hardware = envinfo.HardwareKey(env)
 	if id.Engine == engine.EngineSim {
 		// The simulator's speed is its profile's, whatever GPU the machine has.
 		t.hardware = "sim"
@@ -285,7 +285,7 @@ func durationOr(d, def time.Duration) time.Duration {
 
 // ignoreEOS decides whether output lengths are forced: the file's choice, else where the
 // engine is known to accept ignore_eos.
-func ignoreEOS(f *workload.File, w *workload.Workload, engineName string) bool {
+func ignoreEOS(w *workload.Workload, engineName string) bool {
 	if w.IgnoreEOS != nil {
 		return *w.IgnoreEOS
 	}
@@ -360,7 +360,7 @@ func (a *app) runOne(ctx context.Context, f *workload.File, w *workload.Workload
 		Epoch:     epoch,
 		API:       f.Target.API,
 		Model:     t.id.ModelID,
-		IgnoreEOS: ignoreEOS(f, w, t.id.Engine),
+		IgnoreEOS: ignoreEOS(w, t.id.Engine),
 		Timeout:   w.Timeout,
 		Warmup:    w.Warmup.Requests,
 		Closed:    closed,
@@ -480,8 +480,6 @@ func collectEnv(ctx context.Context, a *app, image ...string) (*envinfo.Env, err
 	}
 	return env, nil
 }
-
-func hardwareKey(env *envinfo.Env) string { return envinfo.HardwareKey(env) }
 
 // trailingConnectErrors counts the requests at the end of the schedule that failed to
 // connect: an engine that refuses the run's last requests is no longer there.

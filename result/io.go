@@ -301,10 +301,7 @@ func ReadDir(dir string) ([]*Record, error) {
 		if err != nil {
 			return nil, err
 		}
-		var probe struct {
-			Schema string `json:"schema"`
-		}
-		if json.Unmarshal(data, &probe) == nil && slices.Contains(OtherOutputs, probe.Schema) {
+		if schema, err := SchemaOf(path, data); err == nil && slices.Contains(OtherOutputs, schema) {
 			continue
 		}
 		r, err := Decode(path, data)
