@@ -55,7 +55,7 @@ func (a *app) audit(ctx context.Context, f *workload.File, store gate.Store, rec
 		}
 		in.Env, in.Hardware, in.Reference = rec.Environment, gate.HardwareOf(rec), "record "+record
 	} else {
-		env, err := collectEnv(ctx, a, f.Target.Image)
+		env, err := a.runner().CollectEnv(ctx, f.Target.Image)
 		if err != nil {
 			a.errorf("%v", err)
 			return nil, ExitFailure

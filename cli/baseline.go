@@ -3,11 +3,10 @@ package cli
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
-	"time"
 
 	"github.com/slogate/slogate/gate"
+	"github.com/slogate/slogate/measure"
 	"github.com/slogate/slogate/result"
 	"github.com/slogate/slogate/workload"
 )
@@ -59,7 +58,7 @@ func (a *app) updateBaselines(f *workload.File, recs []*result.Record, names []s
 // updateAllBaselines is updateBaselines with sweep records too: each becomes the sweep
 // baseline of its workload and hardware, with or without run records beside it.
 func (a *app) updateAllBaselines(f *workload.File, recs []*result.Record, sweeps []*result.Sweep, names []string, from string, store gate.Store) ([]string, int) {
-	selected, err := selectWorkloads(f, names)
+	selected, err := measure.SelectWorkloads(f, names)
 	if err != nil {
 		a.errorf("%v", err)
 		return nil, ExitBadInput
@@ -126,7 +125,7 @@ func (a *app) updateAllBaselines(f *workload.File, recs []*result.Record, sweeps
 			sw := sweepOf[k]
 			// The same hash slogate sweep gave it, so that a stale sweep is refused as a
 			// stale run record is.
-			if h := sweepHash(f, w, sw); sw.WorkloadHash != h {
+			if h := measure.SweepHash(f, w, sw); sw.WorkloadHash != h {
 				a.errorf("%s: the sweep of %q on %s was made from another definition of it than %s has now (sweep hash %s, file hash %s): rerun it before making it the baseline",
 					p.results, w.Name, k.hardware, f.Path, sw.WorkloadHash, h)
 				return nil, ExitBadInput
@@ -212,17 +211,6 @@ func sweepUnfitForBaseline(sw *result.Sweep) string {
 		return s + ": lower --min-rate and rerun the sweep"
 	}
 	return ""
-}
-
-// sweepHash is the workload hash slogate sweep gives a sweep of w with sw's step size
-// (cli/sweep.go: the step workload at rate 0, without warm-up), so that a sweep is
-// checked against the config as a run record is.
-func sweepHash(f *workload.File, w *workload.Workload, sw *result.Sweep) string {
-	p := sweepParams{
-		stepRequests: sw.Params.StepRequests,
-		stepDuration: time.Duration(math.Round(sw.Params.StepDurationS * float64(time.Second))),
-	}
-	return workload.Hash(f, stepWorkload(w, 0, p, false))
 }
 
 func cmpString(a, b string) int {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/slogate/slogate/gate"
+	"github.com/slogate/slogate/measure"
 	"github.com/slogate/slogate/report"
 	"github.com/slogate/slogate/result"
 	"github.com/slogate/slogate/workload"
@@ -51,7 +52,7 @@ func (a *app) cmdGate(ctx context.Context, args []string) int {
 func (a *app) judge(f *workload.File, recs []*result.Record, sweeps []*result.Sweep, baselinesDir string, names []string, jsonOut string) (*gate.Result, int) {
 	res, err := gate.Evaluate(gate.Input{
 		Config: f, Runs: recs, Sweeps: sweeps, Store: baselineStore(f, baselinesDir), Workloads: names,
-		SweepHash: func(w *workload.Workload, sw *result.Sweep) string { return sweepHash(f, w, sw) },
+		SweepHash: func(w *workload.Workload, sw *result.Sweep) string { return measure.SweepHash(f, w, sw) },
 	})
 	if err != nil {
 		return nil, a.gateError(err)
@@ -108,7 +109,7 @@ func (a *app) gateInputs(p gateParams) (*workload.File, []*result.Record, []*res
 	if f == nil {
 		return nil, nil, nil, code
 	}
-	if _, err := selectWorkloads(f, p.names); err != nil {
+	if _, err := measure.SelectWorkloads(f, p.names); err != nil {
 		a.errorf("%v", err)
 		return nil, nil, nil, ExitBadInput
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/slogate/slogate/gate"
 	"github.com/slogate/slogate/gate/gatetest"
+	"github.com/slogate/slogate/measure"
 	"github.com/slogate/slogate/result"
 	"github.com/slogate/slogate/workload"
 )
@@ -64,17 +65,17 @@ func newSweepGateEnv(t *testing.T) *sweepGateEnv {
 // records it: its hash computed as cli/sweep.go computes it, from the flags after check.
 func (e *sweepGateEnv) sweepRecord(rps, precision float64) *result.Sweep {
 	e.t.Helper()
-	p := sweepParams{name: "chat", minRate: 1, maxRate: 1000, precision: precision, stepDuration: 2500 * time.Millisecond}
+	p := sweepParams{name: "chat", SweepParams: measure.SweepParams{MinRate: 1, MaxRate: 1000, Precision: precision, StepDuration: 2500 * time.Millisecond}}
 	if msg := p.check(); msg != "" {
 		e.t.Fatal(msg)
 	}
 	w := &e.f.Workloads[0]
 	top := rps * (1 + precision)
 	return &result.Sweep{
-		Schema: result.SweepSchema, Workload: "chat", WorkloadHash: workload.Hash(e.f, stepWorkload(w, 0, p, false)),
+		Schema: result.SweepSchema, Workload: "chat", WorkloadHash: workload.Hash(e.f, measure.StepWorkload(w, 0, p.SweepParams, false)),
 		Config: e.config, Hardware: sweepGateHW, Environment: gatetest.Env(), SLOAttainmentTarget: 0.99,
-		Params: result.SweepParams{MinRPS: p.minRate, MaxRPS: p.maxRate, Factor: sweepFactor, Process: stepProcess(w),
-			Precision: p.precision, StepDurationS: p.stepDuration.Seconds()},
+		Params: result.SweepParams{MinRPS: p.MinRate, MaxRPS: p.MaxRate, Factor: measure.SweepFactor, Process: measure.StepProcess(w),
+			Precision: p.Precision, StepDurationS: p.StepDuration.Seconds()},
 		Steps:             []result.SweepStep{{Step: 1, Phase: "ramp", RateRPS: rps, Verdict: result.StepPass}},
 		Bound:             result.BoundSLO,
 		MaxSustainableRPS: &rps, FirstFailingRPS: &top,

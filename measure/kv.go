@@ -1,4 +1,4 @@
-package cli
+package measure
 
 import (
 	"fmt"
@@ -10,10 +10,10 @@ import (
 	"github.com/slogate/slogate/workload"
 )
 
-// kvConcurrency fills summary.kv_concurrency: capacity from the engine where it reports
+// KVConcurrency fills summary.kv_concurrency: capacity from the engine where it reports
 // one, else derived from GPU memory and KV bytes per token; per-request tokens are the p95
 // of prompt + output tokens of this run's completed requests, in whole blocks.
-func kvConcurrency(rec *result.Record, f *workload.File, t *target) {
+func KVConcurrency(rec *result.Record, f *workload.File, t *Target) {
 	var sizes []float64
 	for _, r := range rec.Requests {
 		if r.OK() {
@@ -26,7 +26,7 @@ func kvConcurrency(rec *result.Record, f *workload.File, t *target) {
 	sort.Float64s(sizes)
 	p95 := sizes[min(max(int(math.Ceil(0.95*float64(len(sizes))))-1, 0), len(sizes)-1)]
 
-	capTok, block, source := t.id.KVCapacityTokens, t.id.KVBlockSize, t.id.KVSource
+	capTok, block, source := t.ID.KVCapacityTokens, t.ID.KVBlockSize, t.ID.KVSource
 	if capTok == 0 {
 		var err error
 		capTok, source, err = derivedKVCapacity(f, t)
@@ -40,7 +40,7 @@ func kvConcurrency(rec *result.Record, f *workload.File, t *target) {
 		block = 16
 	}
 	k := capacity.KVLimitedConcurrency(capTok, p95, block, source)
-	if s := t.id.Slots; s > 0 && k.Value > s {
+	if s := t.ID.Slots; s > 0 && k.Value > s {
 		// Fixed slots: each sequence owns capacity/slots tokens, and no more than slots
 		// run at once however small the requests are.
 		k.Value = s
@@ -50,7 +50,7 @@ func kvConcurrency(rec *result.Record, f *workload.File, t *target) {
 }
 
 // derivedKVCapacity is (GPU memory × utilization − weights) / KV bytes per token.
-func derivedKVCapacity(f *workload.File, t *target) (int64, string, error) {
+func derivedKVCapacity(f *workload.File, t *Target) (int64, string, error) {
 	kvb := f.Model.KVBytesPerToken
 	how := "model.kv_bytes_per_token"
 	if kvb == 0 && f.Model.Architecture != nil {
@@ -63,26 +63,26 @@ func derivedKVCapacity(f *workload.File, t *target) (int64, string, error) {
 		how = "model.architecture"
 	}
 	if kvb == 0 {
-		return 0, "", fmt.Errorf("the engine (%s) reports no KV capacity; set model.kv_bytes_per_token or model.architecture, and model.weights_bytes", t.id.Engine)
+		return 0, "", fmt.Errorf("the engine (%s) reports no KV capacity; set model.kv_bytes_per_token or model.architecture, and model.weights_bytes", t.ID.Engine)
 	}
-	if t.env == nil || !t.env.GPU.Present || len(t.env.GPU.Devices) == 0 {
+	if t.Env == nil || !t.Env.GPU.Present || len(t.Env.GPU.Devices) == 0 {
 		return 0, "", fmt.Errorf("the engine reports no KV capacity and there is no GPU to derive it from")
 	}
-	mem := t.env.GPU.Devices[0].MemoryMiB << 20
+	mem := t.Env.GPU.Devices[0].MemoryMiB << 20
 	util := f.Model.GPUMemoryUtilization
 	c, err := capacity.KVCapacityFromMemory(mem, util, f.Model.WeightsBytes, kvb)
 	if err != nil {
 		return 0, "", err
 	}
-	return c, fmt.Sprintf("derived: (%d MiB × %g − %d B weights) / %d B per token (%s)", t.env.GPU.Devices[0].MemoryMiB, util, f.Model.WeightsBytes, kvb, how), nil
+	return c, fmt.Sprintf("derived: (%d MiB × %g − %d B weights) / %d B per token (%s)", t.Env.GPU.Devices[0].MemoryMiB, util, f.Model.WeightsBytes, kvb, how), nil
 }
 
-// littleLaw checks the mean number of requests in flight while arrivals lasted (from
+// LittleLaw checks the mean number of requests in flight while arrivals lasted (from
 // the first to the last scheduled time, integrated exactly over the requests' [sched,
 // end) intervals) against the arrival rate × the mean time in the system. Errors count:
 // they were in flight. A mismatch means the run never reached a steady state (the engine
 // fell further behind as the run went on) or requests went unaccounted.
-func littleLaw(rec *result.Record) *result.LittleLaw {
+func LittleLaw(rec *result.Record) *result.LittleLaw {
 	n := len(rec.Requests)
 	if n < 10 {
 		return nil

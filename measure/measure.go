@@ -1,0 +1,431 @@
+// Package measure owns the orchestration of one measured run, shared by every command
+// that measures (run, sweep, ci, demo, ab): reach the engine and identify it, check it
+// against the config, calibrate the prompts, send the schedule, and fill the run record
+// (judgement, summary, engine series, KV-limited concurrency, Little's law).
+//
+// It knows nothing of flags, exit codes or where records are written: callers map its
+// errors with IsBadInput (the config or the flags are wrong) and treat any other error
+// as the engine's or the tool's failure.
+package measure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/slogate/slogate/engine"
+	"github.com/slogate/slogate/envinfo"
+	"github.com/slogate/slogate/loadgen"
+	"github.com/slogate/slogate/result"
+	"github.com/slogate/slogate/workload"
+)
+
+// DefaultMaxDispatchLag is the dispatch-lag p99 above which a run measured the client.
+const DefaultMaxDispatchLag = time.Millisecond
+
+// BadInputError marks an error caused by the config or the flags (exit 2); any other
+// error from this package is the engine's or the tool's (exit 3).
+type BadInputError struct{ Err error }
+
+func (e *BadInputError) Error() string { return e.Err.Error() }
+func (e *BadInputError) Unwrap() error { return e.Err }
+
+func badInput(format string, args ...any) error {
+	return &BadInputError{Err: fmt.Errorf(format, args...)}
+}
+
+// IsBadInput reports whether err was caused by the caller's input.
+func IsBadInput(err error) bool {
+	var b *BadInputError
+	return errors.As(err, &b)
+}
+
+// Runner holds what a measurement needs from the outside world, so that every command
+// measures the same way and tests can fake the environment.
+type Runner struct {
+	Getenv func(string) string
+	Now    func() time.Time
+	// EnvOptions says how to read the GPU and host environment (tests fake nvidia-smi).
+	EnvOptions func() envinfo.Options
+	// Log receives warnings and lifecycle lines (stderr in the CLI); nil discards them.
+	Log io.Writer
+	// Progress, when set, returns the progress callback of a workload's run.
+	Progress func(workload string) func(loadgen.Progress)
+	// ProgressDone is called after a run that reported progress (to clear a TTY line).
+	ProgressDone func()
+	// ToolVersion is stamped into records.
+	ToolVersion string
+}
+
+func (r *Runner) logf(format string, args ...any) {
+	if r.Log != nil {
+		fmt.Fprintf(r.Log, "slogate: "+format+"\n", args...)
+	}
+}
+
+func (r *Runner) now() time.Time {
+	if r.Now == nil {
+		return time.Now()
+	}
+	return r.Now()
+}
+
+func (r *Runner) getenv(k string) string {
+	if r.Getenv == nil {
+		return os.Getenv(k)
+	}
+	return r.Getenv(k)
+}
+
+// Target is the engine under test and the environment it runs in.
+type Target struct {
+	URL, APIKey string
+	ID          *engine.Identity
+	Env         *envinfo.Env
+	// Flat is the environment as the record's field map (envinfo's fields plus the
+	// engine's name and version and the served model).
+	Flat     map[string]string
+	Hardware string
+}
+
+// TargetURL is the engine URL: the override (--target) where given, else target.url.
+func TargetURL(f *workload.File, override string) string {
+	if override != "" {
+		return override
+	}
+	return f.Target.URL
+}
+
+// Prepare reaches the engine, reads its identity, checks the pinned model and collects
+// the environment.
+func (r *Runner) Prepare(ctx context.Context, f *workload.File, override string) (*Target, error) {
+	t := &Target{URL: TargetURL(f, override)}
+	if t.URL == "" {
+		return nil, badInput("%s: no engine URL: set target.url or pass --target", f.Path)
+	}
+	if f.Target.APIKeyEnv != "" {
+		t.APIKey = r.getenv(f.Target.APIKeyEnv)
+		if t.APIKey == "" {
+			return nil, badInput("%s: target.api_key_env names %q, which is not set in the environment", f.Path, f.Target.APIKeyEnv)
+		}
+	}
+	parallel, _ := strconv.Atoi(r.getenv("OLLAMA_NUM_PARALLEL"))
+	id, err := engine.Identify(ctx, engine.IdentifyOptions{BaseURL: t.URL, APIKey: t.APIKey, Engine: f.Target.Engine, Model: f.Model.Name, Parallel: parallel})
+	if err != nil {
+		return nil, err
+	}
+	t.ID = id
+	if msg := ModelMismatch(f, id); msg != "" {
+		if !f.Model.AllowMismatch {
+			return nil, fmt.Errorf("%s (set model.allow_mismatch: true in %s to run anyway)", msg, f.Path)
+		}
+		r.logf("warning: %s (allowed by model.allow_mismatch)", msg)
+	}
+	env, err := r.CollectEnv(ctx, f.Target.Image)
+	if err != nil {
+		return nil, err
+	}
+	t.Env = env
+	t.Flat = env.Flat()
+	t.Flat["engine.name"] = id.Engine
+	t.Flat["engine.version"] = id.Version
+	if id.ModelID != "" {
+		t.Flat["model.id"] = id.ModelID
+	}
+	if id.ModelRevision != "" {
+		t.Flat["model.revision"] = id.ModelRevision
+	}
+	t.Hardware = envinfo.HardwareKey(env)
+	if id.Engine == engine.EngineSim {
+		// The simulator's speed is its profile's, whatever GPU the machine has.
+		t.Hardware = "sim"
+	}
+	return t, nil
+}
+
+// CollectEnv reads the GPU, host and runner environment; image names the engine's
+// container image where the config pins one.
+func (r *Runner) CollectEnv(ctx context.Context, image string) (*envinfo.Env, error) {
+	opts := envinfo.DefaultOptions()
+	if r.EnvOptions != nil {
+		opts = r.EnvOptions()
+	}
+	if opts.EngineImage == "" {
+		opts.EngineImage = image
+	}
+	env, err := envinfo.Collect(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("reading the GPU environment: %w", err)
+	}
+	return env, nil
+}
+
+// ModelMismatch says how the served model differs from the pinned one, or "".
+func ModelMismatch(f *workload.File, id *engine.Identity) string {
+	served := id.ModelID
+	if served != f.Model.Name && strings.TrimSuffix(served, ":latest") != f.Model.Name {
+		return fmt.Sprintf("the engine serves model %q, but model.name pins %q", served, f.Model.Name)
+	}
+	if f.Model.Revision != "" && id.ModelRevision != "" && f.Model.Revision != id.ModelRevision {
+		return fmt.Sprintf("the engine serves revision %q of %s, but model.revision pins %q", id.ModelRevision, served, f.Model.Revision)
+	}
+	return ""
+}
+
+// Launch starts the engine of target.start, its output going to log, and waits until it
+// is ready. The cold start is reported, never gated silently. stop ends the engine.
+func (r *Runner) Launch(ctx context.Context, f *workload.File, override string, log io.Writer, logName string) (proc *engine.Process, stop func(), err error) {
+	url := TargetURL(f, override)
+	if url == "" {
+		return nil, nil, badInput("%s: target.start needs target.url (or --target): where the started engine will answer", f.Path)
+	}
+	st := f.Target.Start
+	var env []string
+	keys := make([]string, 0, len(st.Env))
+	for k := range st.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+st.Env[k])
+	}
+	r.logf("starting the engine: %s (output in %s)", strings.Join(st.Command, " "), logName)
+	proc, err = engine.Launch(ctx, engine.LaunchSpec{Command: st.Command, Env: env, BaseURL: url, ReadyTimeout: st.ReadyTimeout, Log: log})
+	if err != nil {
+		return nil, nil, err
+	}
+	r.logf("engine ready after %s", proc.StartDuration.Round(time.Millisecond))
+	return proc, proc.Stop, nil
+}
+
+// SelectWorkloads returns the workloads named, in file order, or all of them.
+func SelectWorkloads(f *workload.File, names []string) ([]*workload.Workload, error) {
+	if len(names) == 0 {
+		out := make([]*workload.Workload, len(f.Workloads))
+		for i := range f.Workloads {
+			out[i] = &f.Workloads[i]
+		}
+		return out, nil
+	}
+	byName := map[string]*workload.Workload{}
+	var valid []string
+	for i := range f.Workloads {
+		byName[f.Workloads[i].Name] = &f.Workloads[i]
+		valid = append(valid, fmt.Sprintf("%q", f.Workloads[i].Name))
+	}
+	var out []*workload.Workload
+	for _, n := range names {
+		w, ok := byName[n]
+		if !ok {
+			return nil, badInput("%s: no workload %q; expected one of %s", f.Path, n, strings.Join(valid, ", "))
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+// MaxDispatchLag is the workload's bound on dispatch-lag p99, or the default.
+func MaxDispatchLag(w *workload.Workload) time.Duration {
+	if w.MaxDispatchLag > 0 {
+		return w.MaxDispatchLag
+	}
+	return DefaultMaxDispatchLag
+}
+
+// IgnoreEOS decides whether output lengths are forced: the file's choice, else where the
+// engine is known to accept ignore_eos.
+func IgnoreEOS(w *workload.Workload, engineName string) bool {
+	if w.IgnoreEOS != nil {
+		return *w.IgnoreEOS
+	}
+	switch engineName {
+	case "vllm", "sglang", "sim":
+		return true
+	}
+	return false
+}
+
+// Trial says which trial of a workload a run is, and which shard of the schedule it
+// sends.
+type Trial struct {
+	N, Of          int // trial N of Of (Of ≤ 1: a single run)
+	ShardI, ShardN int // shard i of n (n = 0: the whole schedule)
+}
+
+// Run runs one trial of one workload and returns its record, complete or not: a failure
+// during the run marks the record incomplete and keeps what was measured.
+func (r *Runner) Run(ctx context.Context, f *workload.File, w *workload.Workload, t *Target, tr Trial) *result.Record {
+	start := r.now()
+	epoch := time.Now()
+	client := engine.NewClient(engine.ClientOptions{BaseURL: t.URL, APIKey: t.APIKey, Model: t.ID.ModelID, Epoch: epoch})
+	rec := &result.Record{
+		Schema:       result.Schema,
+		Workload:     w.Name,
+		WorkloadHash: workload.Hash(f, w),
+		Config:       f.Path,
+		Target:       t.URL,
+		API:          f.Target.API,
+		Model:        t.ID.ModelID,
+		Hardware:     t.Hardware,
+		Environment:  t.Flat,
+		Engine: &result.EngineInfo{
+			Name: t.ID.Engine, Version: t.ID.Version, ModelID: t.ID.ModelID, ModelRevision: t.ID.ModelRevision,
+			MaxContext: t.ID.MaxContext, KVCapacityTokens: t.ID.KVCapacityTokens, KVSource: t.ID.KVSource, Notes: t.ID.Notes,
+		},
+		Mode:        "open",
+		Start:       start.UTC(),
+		ToolVersion: r.ToolVersion,
+		Requests:    []result.Request{},
+	}
+	if tr.Of > 1 {
+		rec.Trial = tr.N
+	}
+	closed := w.Arrival.Process == workload.ArrivalClosed
+	if closed {
+		rec.Mode = "closed"
+		rec.Notes = append(rec.Notes, "closed loop: latency at a fixed concurrency; it hides queueing (an open-loop arrival process shows it)")
+	}
+	for _, s := range w.SLO.Targets {
+		rec.SLO = append(rec.SLO, result.SLOTarget{Metric: s.Metric, Percentile: s.Percentile, LimitMS: ms(s.Limit)})
+	}
+	rec.SLOAttainmentTarget = w.SLO.Attainment
+
+	gen, err := workload.NewGenerator(w)
+	if err != nil {
+		rec.Incomplete, rec.IncompleteReason = true, "workload: "+err.Error()
+		return rec
+	}
+	if t.ID.Engine != engine.EngineVLLM && t.ID.Engine != engine.EngineLlamaCpp && t.ID.Engine != engine.EngineSim {
+		rec.Notes = append(rec.Notes, fmt.Sprintf("prompt lengths use the estimate of %.1f characters per token: %s has no tokenize endpoint", workload.DefaultCharsPerToken, t.ID.Engine))
+	} else if err := gen.Calibrate(ctx, client); err != nil {
+		rec.Notes = append(rec.Notes, "prompt lengths estimated, not calibrated: "+err.Error())
+	}
+	cal := gen.Calibration()
+	rec.Calibration = result.Calibration{Method: cal.Method, CharsPerToken: cal.CharsPerToken}
+
+	var src loadgen.Source = gen
+	var shard *ShardSource
+	if tr.ShardN > 0 {
+		shard = NewShardSource(gen, tr.ShardI, tr.ShardN)
+		src = shard
+		rec.Shard = fmt.Sprintf("%d/%d", tr.ShardI, tr.ShardN)
+	}
+	cfg := loadgen.Config{
+		Streamer:  client,
+		Source:    src,
+		Epoch:     epoch,
+		API:       f.Target.API,
+		Model:     t.ID.ModelID,
+		IgnoreEOS: IgnoreEOS(w, t.ID.Engine),
+		Timeout:   w.Timeout,
+		Warmup:    w.Warmup.Requests,
+		Closed:    closed,
+		Users:     w.Arrival.Users,
+		Requests:  w.Requests,
+		Duration:  w.Duration,
+		// An engine that refuses 20 requests in a row has gone away: stop, keep what
+		// was measured, and say so, rather than send the rest of the schedule to a
+		// closed port.
+		StopAfterConnectErrors: 20,
+	}
+	if r.Progress != nil {
+		cfg.Progress = r.Progress(w.Name)
+	}
+	var sampler *loadgen.EngineSampler
+	if !t.ID.Metrics.Empty() && !f.Target.Metrics.Disabled {
+		url := f.Target.Metrics.URL
+		if url == "" {
+			url = strings.TrimSuffix(strings.TrimSuffix(strings.TrimRight(t.URL, "/"), "/v1"), "/") + t.ID.Metrics.Path
+		}
+		sc := &engine.Scraper{URL: url, Set: t.ID.Metrics, APIKey: t.APIKey}
+		sampler = &loadgen.EngineSampler{Scrape: sc.Scrape, Every: f.Target.Metrics.Interval, Epoch: epoch}
+		cfg.Observe = sampler.Run
+	}
+	out, err := loadgen.Run(ctx, cfg)
+	if r.Progress != nil && r.ProgressDone != nil {
+		r.ProgressDone()
+	}
+	if err != nil {
+		rec.Incomplete, rec.IncompleteReason = true, err.Error()
+		return rec
+	}
+	var shiftUS int64
+	if shard != nil {
+		shiftUS = shard.ToSchedule(out)
+	}
+	FillRecord(rec, w, out, closed)
+	if sampler != nil {
+		sampler.Apply(rec)
+		for _, ss := range rec.Series.Engine {
+			for k := range ss {
+				ss[k].TUS -= shiftUS
+			}
+		}
+	}
+	KVConcurrency(rec, f, t)
+	rec.Summary.LittleLaw = LittleLaw(rec)
+	return rec
+}
+
+// FillRecord judges every request and summarizes the outcome into rec.
+func FillRecord(rec *result.Record, w *workload.Workload, out *loadgen.Outcome, closed bool) {
+	rec.Window = out.Window
+	rec.Requests = out.Measured
+	rec.MaxDispatchLagMS = ms(MaxDispatchLag(w))
+	for i := range rec.Requests {
+		result.Judge(&rec.Requests[i], rec.SLO)
+	}
+	rec.Summary = result.Summarize(rec.Requests, result.SummaryInput{
+		Window:           out.Window,
+		SLO:              rec.SLO,
+		AttainmentTarget: w.SLO.Attainment,
+		MaxDispatchLag:   MaxDispatchLag(w),
+		OpenLoop:         !closed,
+	})
+	if len(out.Warmup) > 0 {
+		rec.Warmup = result.WarmupSummaryOf(out.Warmup)
+	}
+	rec.Series.InFlight = out.InFlight
+	if out.Interrupted {
+		rec.Incomplete, rec.IncompleteReason = true, "interrupted"
+	} else if out.Stopped != "" {
+		rec.Incomplete, rec.IncompleteReason = true, out.Stopped
+	}
+	noUsage := 0
+	for _, r := range rec.Requests {
+		if r.Error == "" && r.NoUsage {
+			noUsage++
+		}
+	}
+	if noUsage > 0 {
+		rec.Notes = append(rec.Notes, fmt.Sprintf("the server reported no usage for %d requests: their output tokens are chunk counts", noUsage))
+	}
+	if n := rec.Summary.Errors[engine.ErrConnect]; n > 0 && n == rec.Summary.Requests {
+		rec.Incomplete, rec.IncompleteReason = true, "engine unreachable: every request failed to connect"
+	} else if n := trailingConnectErrors(rec.Requests); n > 0 && !rec.Incomplete {
+		// The engine went away mid-run (a crash, an OOM kill): what it served before is
+		// kept, but the run did not measure it serving the workload.
+		rec.Incomplete, rec.IncompleteReason = true, fmt.Sprintf("engine stopped answering: the last %d of %d requests failed to connect", n, len(rec.Requests))
+	}
+	if rec.Summary.ClientSaturated {
+		rec.Notes = append(rec.Notes, "client-saturated: the load generator could not keep the schedule; the gate refuses this run")
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// trailingConnectErrors counts the requests at the end of the schedule that failed to
+// connect: an engine that refuses the run's last requests is no longer there.
+func trailingConnectErrors(reqs []result.Request) int {
+	n := 0
+	for i := len(reqs) - 1; i >= 0 && reqs[i].Error == engine.ErrConnect; i-- {
+		n++
+	}
+	return n
+}
