@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -158,7 +159,7 @@ func TestIdentifyEngines(t *testing.T) {
 				t.Error("KV capacity without a source")
 			}
 			if id.Metrics.Empty() {
-				if tc.snap != (Snapshot{}) {
+				if !reflect.DeepEqual(tc.snap, Snapshot{}) {
 					t.Fatal("no metric set")
 				}
 				if !hasNote(id.Notes, "no server-side metrics") {
@@ -171,7 +172,7 @@ func TestIdentifyEngines(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if snap != tc.snap {
+			if !reflect.DeepEqual(snap, tc.snap) {
 				t.Errorf("snapshot\n got %+v\nwant %+v", snap, tc.snap)
 			}
 		})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 
@@ -40,6 +41,11 @@ type Value struct {
 type Snapshot struct {
 	QueueDepth, Running, KVUsage, Preemptions Value
 	PrefixHits, PrefixQueries, PrefixHitRate  Value
+	// Dropped names the metrics of this scrape whose value was not a finite number (a
+	// NaN or ±Inf sample, or series whose sum overflows), e.g. "vllm:kv_cache_usage_perc
+	// (NaN)": their quantity is absent from this scrape (a gap, never a NaN in the
+	// record).
+	Dropped []string
 }
 
 // maxMetricsBytes caps a metrics page; real pages are tens of kilobytes.
@@ -57,21 +63,26 @@ func ParseMetricFamilies(r io.Reader) (map[string]*dto.MetricFamily, error) {
 
 // Snapshot extracts the set's quantities from parsed families.
 func (m MetricSet) Snapshot(fams map[string]*dto.MetricFamily) Snapshot {
-	return Snapshot{
-		QueueDepth:    pick(fams, m.QueueDepth, sumOf),
-		Running:       pick(fams, m.Running, sumOf),
-		KVUsage:       pick(fams, m.KVUsage, maxOf),
-		Preemptions:   pick(fams, m.Preemptions, sumOf),
-		PrefixHits:    pick(fams, m.PrefixHits, sumOf),
-		PrefixQueries: pick(fams, m.PrefixQueries, sumOf),
-		PrefixHitRate: pick(fams, m.PrefixHitRate, maxOf),
-	}
+	var s Snapshot
+	s.QueueDepth = pick(fams, m.QueueDepth, sumOf, &s.Dropped)
+	s.Running = pick(fams, m.Running, sumOf, &s.Dropped)
+	s.KVUsage = pick(fams, m.KVUsage, maxOf, &s.Dropped)
+	s.Preemptions = pick(fams, m.Preemptions, sumOf, &s.Dropped)
+	s.PrefixHits = pick(fams, m.PrefixHits, sumOf, &s.Dropped)
+	s.PrefixQueries = pick(fams, m.PrefixQueries, sumOf, &s.Dropped)
+	s.PrefixHitRate = pick(fams, m.PrefixHitRate, maxOf, &s.Dropped)
+	return s
 }
 
 // Empty reports whether the set names no metric at all (an engine without metrics).
 func (m MetricSet) Empty() bool { return m.Path == "" }
 
-func pick(fams map[string]*dto.MetricFamily, names []string, agg func([]float64) float64) Value {
+// pick reads the first of names present on the page, aggregated over its series. A
+// family with a non-finite series (NaN, ±Inf), or whose aggregate is not finite (two
+// huge counters that overflow when added), gives no value: it is named in *dropped (when
+// dropped is not nil) and the next candidate name is not tried, since the engine did
+// export this one.
+func pick(fams map[string]*dto.MetricFamily, names []string, agg func([]float64) float64, dropped *[]string) Value {
 	for _, n := range names {
 		f, ok := fams[n]
 		if !ok || len(f.GetMetric()) == 0 {
@@ -79,11 +90,37 @@ func pick(fams map[string]*dto.MetricFamily, names []string, agg func([]float64)
 		}
 		vals := make([]float64, 0, len(f.GetMetric()))
 		for _, mt := range f.GetMetric() {
-			vals = append(vals, metricValue(mt))
+			v := metricValue(mt)
+			if !finite(v) {
+				drop(dropped, n, v)
+				return Value{}
+			}
+			vals = append(vals, v)
 		}
-		return Value{V: agg(vals), OK: true}
+		v := agg(vals)
+		if !finite(v) {
+			drop(dropped, n, v)
+			return Value{}
+		}
+		return Value{V: v, OK: true}
 	}
 	return Value{}
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+func drop(dropped *[]string, name string, v float64) {
+	if dropped == nil {
+		return
+	}
+	what := "NaN"
+	switch {
+	case math.IsInf(v, 1):
+		what = "+Inf"
+	case math.IsInf(v, -1):
+		what = "-Inf"
+	}
+	*dropped = append(*dropped, name+" ("+what+")")
 }
 
 func metricValue(m *dto.Metric) float64 {
@@ -134,7 +171,7 @@ func labelInt(fams map[string]*dto.MetricFamily, family, label string) (int64, b
 
 // familyValue reads the value of a family (summed over series).
 func familyValue(fams map[string]*dto.MetricFamily, name string) (float64, bool) {
-	v := pick(fams, []string{name}, sumOf)
+	v := pick(fams, []string{name}, sumOf, nil)
 	return v.V, v.OK
 }
 

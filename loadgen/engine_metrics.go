@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -32,6 +33,8 @@ type EngineSampler struct {
 	first, last       engine.Snapshot
 	samples, failures int
 	lastErr           error
+	// dropped counts the non-finite values the engine exported, by metric and kind.
+	dropped map[string]int
 }
 
 // Run samples until ctx ends: once at once, then every Every, and once more at the end
@@ -73,6 +76,12 @@ func (s *EngineSampler) sample(ctx context.Context) {
 	if s.series == nil {
 		s.series = map[string][]result.Sample{}
 	}
+	for _, d := range snap.Dropped {
+		if s.dropped == nil {
+			s.dropped = map[string]int{}
+		}
+		s.dropped[d]++
+	}
 	add := func(name string, v engine.Value) {
 		if v.OK {
 			s.series[name] = append(s.series[name], result.Sample{TUS: at, V: v.V})
@@ -82,10 +91,10 @@ func (s *EngineSampler) sample(ctx context.Context) {
 	add(SeriesRunning, snap.Running)
 	add(SeriesKVUsage, snap.KVUsage)
 	add(SeriesPreemptions, snap.Preemptions)
-	if s.samples == 0 {
-		s.first = snap
-	}
-	s.last = snap
+	// Counters are differenced between the first and the last scrape that had them, so
+	// that one dropped (non-finite) value does not lose the whole delta.
+	keep(&s.first, snap, true)
+	keep(&s.last, snap, false)
 	s.samples++
 }
 
@@ -95,6 +104,18 @@ func (s *EngineSampler) Apply(rec *result.Record) {
 	defer s.mu.Unlock()
 	if s.failures > 0 {
 		rec.Notes = append(rec.Notes, fmt.Sprintf("engine metrics: %d of %d scrapes failed (last: %v)", s.failures, s.samples+s.failures, s.lastErr))
+	}
+	if len(s.dropped) > 0 {
+		keys := make([]string, 0, len(s.dropped))
+		for k := range s.dropped {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = fmt.Sprintf("%s in %d of %d scrapes", k, s.dropped[k], s.samples)
+		}
+		rec.Notes = append(rec.Notes, "engine metrics: non-finite values dropped (gaps in the series, not zeros): "+strings.Join(parts, "; "))
 	}
 	if s.samples == 0 {
 		rec.Notes = append(rec.Notes, "engine metrics: no scrape succeeded; queue depth, KV usage and preemptions are not measured")
@@ -156,4 +177,17 @@ func gaugeOf(ss []result.Sample) *result.Gauge {
 		return v[min(max(k, 0), len(v)-1)]
 	}
 	return &result.Gauge{P50: at(0.50), P95: at(0.95), Max: v[len(v)-1]}
+}
+
+// keep copies the values src has into dst: all of them, or (onlyUnset) those dst lacks.
+func keep(dst *engine.Snapshot, src engine.Snapshot, onlyUnset bool) {
+	for _, f := range []struct{ d, s *engine.Value }{
+		{&dst.QueueDepth, &src.QueueDepth}, {&dst.Running, &src.Running}, {&dst.KVUsage, &src.KVUsage},
+		{&dst.Preemptions, &src.Preemptions}, {&dst.PrefixHits, &src.PrefixHits},
+		{&dst.PrefixQueries, &src.PrefixQueries}, {&dst.PrefixHitRate, &src.PrefixHitRate},
+	} {
+		if f.s.OK && !(onlyUnset && f.d.OK) {
+			*f.d = *f.s
+		}
+	}
 }

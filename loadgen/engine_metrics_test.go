@@ -3,6 +3,11 @@ package loadgen
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -96,5 +101,62 @@ func TestEngineSamplerAbsentMetricsAreNotZeros(t *testing.T) {
 	s.Apply(&rec)
 	if rec.Series.Engine != nil || rec.Summary.QueueDepth != nil || len(rec.Notes) != 2 {
 		t.Errorf("series %v notes %q", rec.Series.Engine, rec.Notes)
+	}
+}
+
+// A metrics page whose KV gauge is sometimes NaN and whose running gauge is +Inf: the
+// record is still written, those samples are gaps with a note, and the counter delta
+// survives a scrape that dropped it.
+func TestEngineSamplerNonFiniteMetricsKeepTheRecord(t *testing.T) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		k := n.Add(1)
+		kv, pre := "0.5", strconv.FormatInt(10*k, 10)
+		if k%2 == 0 {
+			kv, pre = "NaN", "NaN"
+		}
+		fmt.Fprintf(w, "vllm:num_requests_waiting 1\nvllm:num_requests_running +Inf\nvllm:kv_cache_usage_perc %s\nvllm:num_preemptions_total %s\n", kv, pre)
+	}))
+	defer srv.Close()
+	sc := &engine.Scraper{URL: srv.URL, Set: engine.MetricSetFor(engine.EngineVLLM)}
+	s := &EngineSampler{Scrape: sc.Scrape, Every: 5 * time.Millisecond, Epoch: time.Now()}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Run(ctx); close(done) }()
+	for n.Load() < 6 {
+		time.Sleep(2 * time.Millisecond)
+	}
+	cancel()
+	<-done
+
+	rec := &result.Record{Workload: "w"}
+	s.Apply(rec)
+	path := filepath.Join(t.TempDir(), "run.json")
+	if err := result.Write(path, rec); err != nil {
+		t.Fatalf("the record could not be written: %v", err)
+	}
+	back, err := result.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, smp := range back.Series.Engine[SeriesKVUsage] {
+		if smp.V != 0.5 {
+			t.Errorf("KV series holds %v: a dropped sample became a value", smp.V)
+		}
+	}
+	if back.Series.Engine[SeriesRunning] != nil || back.Summary.Running != nil {
+		t.Errorf("an +Inf gauge was recorded: %v", back.Series.Engine[SeriesRunning])
+	}
+	if back.Summary.Preemptions == nil || *back.Summary.Preemptions <= 0 {
+		t.Errorf("preemptions %v: the delta between the first and last finite values was lost", back.Summary.Preemptions)
+	}
+	var note string
+	for _, nt := range back.Notes {
+		if strings.Contains(nt, "non-finite") {
+			note = nt
+		}
+	}
+	if !strings.Contains(note, "vllm:kv_cache_usage_perc (NaN) in ") || !strings.Contains(note, "vllm:num_requests_running (+Inf) in ") {
+		t.Errorf("note %q: want both dropped metrics named", note)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 )
@@ -27,7 +28,13 @@ func (e *FormatError) Error() string { return e.Path + ": " + e.Reason }
 const expandDepth = 2
 
 // Marshal encodes a record as written to disk. A record without a schema gets Schema.
+// A float that is not a finite number (NaN, ±Inf: JSON has none) never makes it fail: it
+// is replaced with 0 in r itself, so that what is in memory is what is on disk, and r
+// gets a note naming it (see ReplaceNonFinite).
 func Marshal(r *Record) ([]byte, error) {
+	if note := NonFiniteNote(ReplaceNonFinite(r)); note != "" {
+		r.Notes = append(r.Notes, "record: "+note)
+	}
 	rec := *r
 	switch rec.Schema {
 	case "":
@@ -45,8 +52,17 @@ func Marshal(r *Record) ([]byte, error) {
 // MarshalLayered encodes v as JSON with the containers opened at depth ≤ depth expanded
 // one member per line and deeper ones kept on one line: readable and diffable at the top,
 // compact where the bulk is. HTML characters are not escaped (error texts from servers
-// stay readable).
+// stay readable). Non-finite floats are written as 0 (ReplaceNonFinite, in place when v
+// is a pointer): callers that keep notes say so with NonFiniteNote first.
 func MarshalLayered(v any, depth int) ([]byte, error) {
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer {
+		ReplaceNonFinite(v)
+	} else if rv.IsValid() {
+		c := reflect.New(rv.Type())
+		c.Elem().Set(rv)
+		ReplaceNonFinite(c.Interface())
+		v = c.Interface()
+	}
 	var compact bytes.Buffer
 	enc := json.NewEncoder(&compact)
 	enc.SetEscapeHTML(false)

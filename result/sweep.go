@@ -248,6 +248,9 @@ func QueueGrowth(rec *Record) (growth float64, source string, ok bool) {
 
 // MarshalSweep encodes a sweep record as written to disk.
 func MarshalSweep(s *Sweep) ([]byte, error) {
+	if note := NonFiniteNote(ReplaceNonFinite(s)); note != "" {
+		s.Notes = append(s.Notes, "sweep: "+note)
+	}
 	sw := *s
 	switch sw.Schema {
 	case "":
