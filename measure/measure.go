@@ -10,6 +10,8 @@ package measure
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -61,6 +63,18 @@ type Runner struct {
 	ProgressDone func()
 	// ToolVersion is stamped into records.
 	ToolVersion string
+	// NewRunID returns the id of a new run (the record's run_id, the key of its prompt
+	// salts); nil draws 16 random hex digits.
+	NewRunID func() string
+}
+
+func (r *Runner) newRunID() string {
+	if r.NewRunID != nil {
+		return r.NewRunID()
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
 }
 
 func (r *Runner) logf(format string, args ...any) {
@@ -279,6 +293,7 @@ func (r *Runner) Run(ctx context.Context, f *workload.File, w *workload.Workload
 			MaxContext: t.ID.MaxContext, KVCapacityTokens: t.ID.KVCapacityTokens, KVSource: t.ID.KVSource, Notes: t.ID.Notes,
 		},
 		Mode:        "open",
+		RunID:       r.newRunID(),
 		Start:       start.UTC(),
 		ToolVersion: r.ToolVersion,
 		Requests:    []result.Request{},
@@ -301,6 +316,7 @@ func (r *Runner) Run(ctx context.Context, f *workload.File, w *workload.Workload
 		rec.Incomplete, rec.IncompleteReason = true, "workload: "+err.Error()
 		return rec
 	}
+	gen.SetRunID(rec.RunID)
 	if t.ID.Engine != engine.EngineVLLM && t.ID.Engine != engine.EngineLlamaCpp && t.ID.Engine != engine.EngineSim {
 		rec.Notes = append(rec.Notes, fmt.Sprintf("prompt lengths use the estimate of %.1f characters per token: %s has no tokenize endpoint", workload.DefaultCharsPerToken, t.ID.Engine))
 	} else if err := gen.Calibrate(ctx, client); err != nil {

@@ -24,6 +24,10 @@ type Record struct {
 	ToolVersion  string    `json:"tool_version"`
 	Trial        int       `json:"trial,omitempty"` // 1-based when repeats > 1
 	Shard        string    `json:"shard,omitempty"` // "i/n" when sharded
+	// RunID is unique to this run. The salt that opens every prompt depends on it, so a
+	// cold run finds nothing of an earlier run in the engine's prefix cache; it is kept
+	// out of the workload hash, so reruns stay comparable.
+	RunID string `json:"run_id,omitempty"`
 	// Incomplete is set when the run was interrupted or the engine failed; what was
 	// measured up to then is kept.
 	Incomplete       bool   `json:"incomplete,omitempty"`

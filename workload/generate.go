@@ -2,6 +2,7 @@ package workload
 
 import (
 	"context"
+	"hash/fnv"
 	"time"
 )
 
@@ -33,12 +34,28 @@ type Calibration struct {
 type Generator struct {
 	w   *Workload
 	cal Calibration
+	run uint64 // run key of the salts (SetRunID); 0: none
 	// unexported state owned by the implementation
 	impl generatorImpl
 }
 
 // NewGenerator prepares a generator for one workload of a loaded file.
 func NewGenerator(w *Workload) (*Generator, error) { return newGenerator(w) }
+
+// SetRunID makes every salt (the opening of every prompt) depend on the run id too, so
+// that a rerun of a cold workload against the same server finds nothing of the previous
+// run in its prefix cache. Lengths, the schedule and the rest of every prompt do not
+// change, and neither does the workload hash: the run id is recorded beside it. Call it
+// before the first Request.
+func (g *Generator) SetRunID(id string) {
+	if id == "" {
+		g.run = 0
+		return
+	}
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	g.run = h.Sum64() | 1 // never 0, which means none
+}
 
 // Calibrate measures chars per token with the engine's tokenizer. Without it (or when it
 // fails) prompts are cut with the documented estimate, and Calibration says so.

@@ -111,11 +111,16 @@ func corpusText(p, n int) string {
 const saltLen = len("[slogate 7f3a9c12 r000123] ")
 
 // appendSalt appends the unique marker of request (phase, i): "[slogate HHHHHHHH r000123] "
-// for measured requests, "w000123" for warm-up ones. The hex comes from (seed, phase, i),
-// so two workloads with different seeds never share a prefix either; the index makes it
-// unique within a run.
-func appendSalt(dst []byte, seed int64, phase uint64, i int) []byte {
+// for measured requests, "w000123" for warm-up ones. The hex comes from (seed, run, phase,
+// i), so two workloads with different seeds never share a prefix either, and two runs of
+// one workload with different run keys (see Generator.SetRunID) share none: a rerun
+// against the same server is as cold as the first run. The index makes it unique within
+// a run. Its length does not depend on the hex, so lengths stay identical from run to run.
+func appendSalt(dst []byte, seed int64, run uint64, phase uint64, i int) []byte {
 	r := newRNG(seed, streamSalt, phase, uint64(i))
+	if run != 0 {
+		r = newRNG(seed, streamSalt, phase, uint64(i), run)
+	}
 	h := uint32(r.uint64() >> 32)
 	dst = append(dst, "[slogate "...)
 	const hexDigits = "0123456789abcdef"
@@ -160,7 +165,7 @@ func (g *Generator) groupPrefix(grp int) string {
 // one KV-cache block), so the cache-visible common prefix is the group prefix.
 func (g *Generator) prompt(phase uint64, i, tokens int) string {
 	var saltBuf [40]byte
-	salt := appendSalt(saltBuf[:0], g.w.Seed, phase, i)
+	salt := appendSalt(saltBuf[:0], g.w.Seed, g.run, phase, i)
 	total := g.charsFor(tokens)
 
 	var prefix string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -59,12 +60,12 @@ func TestAppendSalt(t *testing.T) {
 		{"indexes past a million still fit", phaseMeasured, 1234567, " r1234567] "},
 	}
 	for _, c := range cases {
-		s := string(appendSalt(nil, 9, c.phase, c.i))
+		s := string(appendSalt(nil, 9, 0, c.phase, c.i))
 		if !strings.HasPrefix(s, "[slogate ") || !strings.HasSuffix(s, c.tail) || len(s) != saltLen+len(c.tail)-len(" r000123] ") {
 			t.Errorf("%s: salt %q, want [slogate XXXXXXXX%s", c.why, s, c.tail)
 		}
 	}
-	if a, b := appendSalt(nil, 1, phaseMeasured, 5), appendSalt(nil, 2, phaseMeasured, 5); string(a) == string(b) {
+	if a, b := appendSalt(nil, 1, 0, phaseMeasured, 5), appendSalt(nil, 2, 0, phaseMeasured, 5); string(a) == string(b) {
 		t.Errorf("salts of different seeds are equal: %q", a)
 	}
 }
@@ -163,7 +164,7 @@ func TestSharedPrefixAtLeastTarget(t *testing.T) {
 	// The prefix reaches the target: the prompt is the prefix and the salt, nothing more.
 	g := mustGenerator(t, promptWorkload(PrefixCache{Mode: PrefixShared, Tokens: 300}, LengthDist{Dist: DistFixed, Value: 100}))
 	it := g.Request(5)
-	want := g.groupPrefix(0) + " " + string(appendSalt(nil, 7, phaseMeasured, 5))
+	want := g.groupPrefix(0) + " " + string(appendSalt(nil, 7, 0, phaseMeasured, 5))
 	if it.Prompt != want {
 		t.Errorf("prompt = %q..., want exactly prefix + salt (%d bytes), got %d bytes", it.Prompt[:40], len(want), len(it.Prompt))
 	}
@@ -266,5 +267,39 @@ func TestCalibrateFailuresKeepEstimate(t *testing.T) {
 	g := mustGenerator(t, promptWorkload(PrefixCache{}, LengthDist{Dist: DistFixed, Value: 1000}))
 	if err := g.Calibrate(context.Background(), cases[0].tok); !errors.Is(err, errDown) {
 		t.Errorf("tokenizer error not wrapped: %v", err)
+	}
+}
+
+// A rerun of a cold workload must not find the previous run's prompts in the engine's
+// prefix cache: with different run ids every salt differs, and nothing else does.
+func TestColdRunIDChangesOnlyTheSalt(t *testing.T) {
+	w := mixWorkload(3)
+	a, b, same := mustGenerator(t, w), mustGenerator(t, w), mustGenerator(t, w)
+	a.SetRunID("run-a")
+	b.SetRunID("run-b")
+	same.SetRunID("run-a")
+	if !slices.Equal(a.Arrivals(), b.Arrivals()) {
+		t.Errorf("the run id changed the schedule")
+	}
+	for i := range 300 {
+		x, y := a.Request(i), b.Request(i)
+		if x.Prompt == y.Prompt || x.Prompt[:saltLen] == y.Prompt[:saltLen] {
+			t.Fatalf("item %d: runs a and b send the same salt %q", i, x.Prompt[:saltLen])
+		}
+		if x.Prompt[saltLen:] != y.Prompt[saltLen:] || len(x.Prompt) != len(y.Prompt) {
+			t.Fatalf("item %d: the run id changed more than the salt:\n%q\n%q", i, x.Prompt, y.Prompt)
+		}
+		x.Prompt, y.Prompt = "", ""
+		if x != y {
+			t.Fatalf("item %d: the run id changed the item: %+v vs %+v", i, x, y)
+		}
+		if z := same.Request(i); z.Prompt != a.Request(i).Prompt {
+			t.Fatalf("item %d: the same run id gives a different prompt", i)
+		}
+	}
+	for i := range 8 {
+		if a.WarmupRequest(i).Prompt == b.WarmupRequest(i).Prompt {
+			t.Fatalf("warm-up item %d: runs a and b send the same prompt", i)
+		}
 	}
 }
