@@ -110,7 +110,7 @@ func (a *app) updateAllBaselines(f *workload.File, recs []*result.Record, sweeps
 			}
 			found = true
 			g := groups[k]
-			if h := workload.Hash(f, w); g[0].WorkloadHash != h {
+			if h := workload.Hash(f, w); g[0].Source == nil && g[0].WorkloadHash != h {
 				a.errorf("%s: the run records of %q on %s were made from another definition of it than %s has now (run hash %s, file hash %s): rerun them before making them the baseline",
 					p.results, w.Name, k.hardware, f.Path, g[0].WorkloadHash, h)
 				return nil, ExitBadInput

@@ -77,6 +77,8 @@ func commands() map[string]command {
 		"demo":     {"run the whole pipeline on the built-in simulated engine (no GPU, no server)", (*app).cmdDemo},
 		"sweep":    {"find the highest arrival rate that meets the SLO (the capacity a latency SLO allows)", (*app).cmdSweep},
 		"capacity": {"print the capacity worksheet: GPUs and cost for a traffic profile", (*app).cmdCapacity},
+		"import":   {"import vLLM, guidellm or AIPerf results as run records", (*app).cmdImport},
+		"export":   {"export a run record as CSV (one row per request or ITL gap) or as vLLM's result JSON", (*app).cmdExport},
 		"merge":    {"merge the shard records of one run made on several machines", (*app).cmdMerge},
 		"ci":       {"the GitHub Action: run, gate, report and publish (reads INPUT_* variables)", (*app).cmdCI},
 		"version":  {"print the version", func(a *app, _ context.Context, args []string) int { return a.cmdVersion(args) }},

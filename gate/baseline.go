@@ -36,6 +36,9 @@ type Baseline struct {
 	ToolVersion  string            `json:"tool_version"`
 	Mode         string            `json:"mode"`
 	Environment  map[string]string `json:"environment,omitempty"`
+	// Source is the provenance of a baseline made from imported records (slogate
+	// import): the tool, the file, what TTFT is measured from. Nil for a native one.
+	Source *result.Source `json:"source,omitempty"`
 	// ITLSketch documents how Columns.ITL is encoded, for a person reading the file.
 	ITLSketch SketchInfo `json:"itl_sketch"`
 	// Trials in trial order; one for a workload without repeats.
@@ -192,6 +195,7 @@ func FromRecords(recs []*result.Record, now time.Time) (*Baseline, error) {
 		ToolVersion:  first.ToolVersion,
 		Mode:         first.Mode,
 		Environment:  maps.Clone(first.Environment),
+		Source:       first.Source,
 		ITLSketch:    sketchInfo(),
 	}
 	for _, r := range sorted {

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -108,7 +109,11 @@ type WorkloadResult struct {
 	// baseline.
 	BaselineSummaries  []result.Summary `json:"baseline_summaries,omitempty"`
 	CandidateSummaries []result.Summary `json:"candidate_summaries"`
-	Warnings           []string         `json:"warnings,omitempty"`
+	// Provenance says, for each side, who measured it: "candidate: imported from vllm
+	// (...)" for a record made by slogate import, "baseline: measured by slogate ...".
+	// Empty when both sides are slogate's own runs.
+	Provenance []string `json:"provenance,omitempty"`
+	Warnings   []string `json:"warnings,omitempty"`
 }
 
 // TrialCounts are the number of trials on each side.
@@ -327,7 +332,9 @@ func judgeWorkload(cfg *workload.File, w *workload.Workload, hw string, recs []*
 		}
 		wr.CandidateSummaries = append(wr.CandidateSummaries, r.Summary)
 	}
-	if h := workload.Hash(cfg, w); h != first.WorkloadHash {
+	// An imported record's hash is derived from what its source pins, not from the
+	// workload file: only a baseline of the same source can match it.
+	if h := workload.Hash(cfg, w); first.Source == nil && h != first.WorkloadHash {
 		wr.Warnings = append(wr.Warnings, fmt.Sprintf("the run records were made from another definition of %q than %s has now (run hash %s, file hash %s): rerun them", w.Name, cfg.Path, first.WorkloadHash, h))
 	}
 	for _, r := range recs {
@@ -404,8 +411,75 @@ func judgeWorkload(cfg *workload.File, w *workload.Workload, hw string, recs []*
 			verdicts = append(verdicts, m.Verdict)
 		}
 	}
+	verdicts = append(verdicts, provenance(wr, first.Source, b)...)
 	wr.Verdict = Worst(verdicts...)
 	return wr, nil
+}
+
+// provenance fills wr.Provenance when either side was imported, says where the two
+// sides measure by different definitions, and makes a rule incomparable whose metric a
+// side's source could not give (guidellm keeps no chunk gaps, so no ITL). It returns the
+// verdicts it set.
+func provenance(wr *WorkloadResult, cand *result.Source, b *Baseline) []Verdict {
+	var base *result.Source
+	if b != nil {
+		base = b.Source
+	}
+	if cand == nil && base == nil {
+		return nil
+	}
+	wr.Provenance = append(wr.Provenance, "candidate: "+cand.Line())
+	if b != nil {
+		wr.Provenance = append(wr.Provenance, "baseline: "+base.Line())
+	}
+	from := func(s *result.Source) string {
+		if s == nil {
+			return "sched"
+		}
+		return s.TTFTFrom
+	}
+	tool := func(s *result.Source) string {
+		if s == nil {
+			return "slogate"
+		}
+		return s.Tool
+	}
+	var defWarn string
+	if b != nil && b.WorkloadHash == wr.WorkloadHash {
+		switch {
+		case from(base) != from(cand):
+			defWarn = fmt.Sprintf("different definitions: the baseline's TTFT and E2E are measured from the %s, the candidate's from the %s; their ratio mixes the two", from(base), from(cand))
+		case tool(base) != tool(cand):
+			defWarn = fmt.Sprintf("different tools: the baseline was measured by %s, the candidate by %s; chunk boundaries and token counts may be defined differently", tool(base), tool(cand))
+		}
+	}
+	if defWarn != "" {
+		wr.Warnings = append(wr.Warnings, defWarn)
+	}
+	var vs []Verdict
+	for i := range wr.Metrics {
+		m := &wr.Metrics[i]
+		family, _, _ := strings.Cut(m.Metric, "_")
+		if !slices.Contains([]string{"ttft", "tpot", "itl", "e2e"}, family) || m.Method == MethodAbsolute {
+			continue
+		}
+		for _, side := range []struct {
+			name string
+			src  *result.Source
+		}{{"candidate", cand}, {"baseline", base}} {
+			if why, lacks := side.src.Lacks(family); lacks {
+				m.Verdict, m.Method = Incomparable, MethodNone
+				m.Baseline, m.Candidate, m.Ratio, m.Lo, m.Hi = nil, nil, nil, nil, nil
+				m.Warnings = append(m.Warnings, "not measured by the "+side.name+"'s source: "+why)
+				vs = append(vs, Incomparable)
+				break
+			}
+		}
+		if defWarn != "" && m.Verdict != Incomparable && (family == "ttft" || family == "e2e" || tool(base) != tool(cand)) {
+			m.Warnings = append(m.Warnings, defWarn)
+		}
+	}
+	return vs
 }
 
 // evalRule judges one rule. base is nil when there is no comparable baseline: then only

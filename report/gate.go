@@ -37,6 +37,9 @@ func gateWorkload(w io.Writer, wr *gate.WorkloadResult, conf float64) {
 	if wr.Reason != "" {
 		fmt.Fprintf(w, "  %s\n", gateClean(wr.Reason))
 	}
+	for _, p := range wr.Provenance {
+		fmt.Fprintf(w, "  provenance: %s\n", gateClean(p))
+	}
 	if wr.Verdict == gate.Error {
 		return
 	}

@@ -146,6 +146,9 @@ func (c Comment) workloadMain(b *strings.Builder, w gate.WorkloadResult) {
 	if w.Reason != "" {
 		fmt.Fprintf(b, "> %s\n\n", esc(w.Reason))
 	}
+	for _, p := range w.Provenance {
+		fmt.Fprintf(b, "> provenance: %s\n\n", esc(p))
+	}
 	if len(w.Metrics) > 0 {
 		b.WriteString("| metric | baseline | candidate | Δ | interval | tolerance | verdict |\n|---|--:|--:|--:|--:|--:|---|\n")
 		for _, m := range w.Metrics {

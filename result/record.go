@@ -64,6 +64,9 @@ type Record struct {
 	// Series are time series sampled during the run (client in-flight count, and the
 	// engine's gauges where it exposes them).
 	Series Series `json:"series,omitempty"`
+	// Source is set on a record imported from another benchmark tool (slogate import):
+	// the tool, the file and what it could not give. Nil on a record slogate measured.
+	Source *Source `json:"source,omitempty"`
 	// Notes are facts a reader must know (no usage from the server, closed loop hides
 	// queueing, no server metrics, ...).
 	Notes []string `json:"notes,omitempty"`
