@@ -470,7 +470,8 @@ func provenance(wr *WorkloadResult, cand *result.Source, b *Baseline) []Verdict 
 			if why, lacks := side.src.Lacks(family); lacks {
 				m.Verdict, m.Method = Incomparable, MethodNone
 				m.Baseline, m.Candidate, m.Ratio, m.Lo, m.Hi = nil, nil, nil, nil, nil
-				m.Warnings = append(m.Warnings, "not measured by the "+side.name+"'s source: "+why)
+				// The statistics' own warnings about empty data say the same, less clearly.
+				m.Warnings = []string{"not measured by the " + side.name + "'s source: " + why}
 				vs = append(vs, Incomparable)
 				break
 			}
