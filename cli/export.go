@@ -86,4 +86,3 @@ func (a *app) cmdExport(ctx context.Context, args []string) int {
 	fmt.Fprintf(a.stderr, "wrote %s\n", *out)
 	return ExitOK
 }
-

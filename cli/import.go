@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/slogate/slogate/interop"
+	"github.com/slogate/slogate/measure"
 	"github.com/slogate/slogate/result"
 )
 
@@ -71,7 +72,7 @@ func (a *app) cmdImport(ctx context.Context, args []string) int {
 	if f == nil {
 		return code
 	}
-	sel, err := selectWorkloads(f, []string{*name})
+	sel, err := measure.SelectWorkloads(f, []string{*name})
 	if err != nil {
 		a.errorf("%v", err)
 		return ExitBadInput
