@@ -190,6 +190,7 @@ func (c *Client) Stream(ctx context.Context, req *Request, res *Result) {
 		c.fail(res, "http_"+strconv.Itoa(resp.StatusCode), detail)
 		return
 	}
+	defer checkUsage(req, res)
 	if c.readStream(ctx, resp.Body, resp.Header.Get("Content-Type"), res) {
 		// Read on to the end of the body so that the transport can reuse the
 		// connection, but not for long: what follows [DONE] is not part of the
@@ -245,7 +246,7 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, contentType str
 	}()
 
 	var ck chunkInfo
-	var dataLines int
+	var dataLines, withChoices int
 	finished := false
 	for {
 		line, at, err := lr.next()
@@ -254,6 +255,7 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, contentType str
 			case err == io.EOF && finished:
 				// No [DONE] (Ollama's and TGI's older streams), but generation ended.
 				res.End = c.now()
+				c.checkEmpty(res, dataLines, withChoices, finished)
 			case err == io.EOF && dataLines == 0:
 				c.fail(res, ErrBadResponse, "no SSE data lines in the response (Content-Type: "+contentType+")")
 			case err == io.EOF:
@@ -279,6 +281,7 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, contentType str
 		if string(p) == "[DONE]" {
 			res.End = c.now()
 			drain = lr.err == nil
+			c.checkEmpty(res, dataLines-1, withChoices, finished)
 			break
 		}
 		if err := parseChunk(p, &ck); err != nil {
@@ -288,6 +291,9 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, contentType str
 		if ck.errVal != nil {
 			c.fail(res, ErrStream, streamErrorMessage(ck.errVal))
 			break
+		}
+		if ck.choices {
+			withChoices++
 		}
 		if ck.content {
 			if res.Chunks == 0 {
@@ -310,6 +316,22 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, contentType str
 		res.OutputTokens = res.Chunks
 	}
 	return drain
+}
+
+// checkEmpty fails a stream that ended properly but said nothing: a success needs
+// generated text (DESIGN §10). chunks is the number of JSON chunks read.
+func (c *Client) checkEmpty(res *Result, chunks, withChoices int, finished bool) {
+	switch {
+	case res.Chunks > 0:
+	case chunks == 0:
+		c.fail(res, ErrEmpty, "the stream ended with no chunk")
+	case withChoices == 0:
+		c.fail(res, ErrEmpty, fmt.Sprintf("none of the %d chunks carried choices", chunks))
+	case !finished:
+		c.fail(res, ErrEmpty, fmt.Sprintf("the stream ended after %d chunks with no generated text and no finish_reason", chunks))
+	default:
+		c.fail(res, ErrEmpty, fmt.Sprintf("finish_reason %q after no generated text (%d chunks)", res.FinishReason, chunks))
+	}
 }
 
 // dataPayload returns the value of a "data:" line; comments (":"), "event:", "id:" and

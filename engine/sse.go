@@ -26,6 +26,8 @@ type chunkInfo struct {
 	// delta.reasoning_content or delta.reasoning string, or a non-empty
 	// delta.tool_calls array).
 	content bool
+	// choices: the chunk has a non-empty choices array.
+	choices bool
 	// finish is choices[0].finish_reason when it is a string (raw, still escaped);
 	// nil when null or absent. It aliases the payload.
 	finish []byte
@@ -66,7 +68,7 @@ func parseChunk(p []byte, c *chunkInfo) error {
 			s.ws()
 			switch string(key) {
 			case "choices":
-				c.content, c.finish = false, nil
+				c.content, c.finish, c.choices = false, nil, false
 				if !s.choices(c) {
 					return errSyntax
 				}
@@ -326,6 +328,7 @@ func (s *scanner) choices(c *chunkInfo) bool {
 	if s.eat(']') {
 		return true
 	}
+	c.choices = true
 	first := true
 	for {
 		s.ws()

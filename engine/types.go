@@ -36,6 +36,10 @@ const (
 	ErrCanceled    = "canceled"           // the run was interrupted
 	ErrTooLarge    = "response_too_large" // a line or the body exceeded its cap
 	ErrBadResponse = "bad_response"       // unparseable data
+	// ErrEmpty: the stream ended (with [DONE] or a finish_reason) without one chunk of
+	// generated text, or no chunk carried choices at all. An empty answer is not a
+	// success, whatever the status code said.
+	ErrEmpty = "empty_response"
 )
 
 // Result is what one request did. Times are monotonic offsets from the client's epoch.
@@ -50,10 +54,15 @@ type Result struct {
 	PromptTokens  int // from usage; 0 when not reported
 	OutputTokens  int // from usage; else the chunk count (UsageReported false)
 	UsageReported bool
-	FinishReason  string
-	Status        int    // HTTP status, 0 if none
-	ErrReason     string // "" on success; one of the Err* reasons or http_<status>
-	ErrDetail     string // capped and stripped of control characters
+	// UsageFlag says why the server's usage could not be right, "" when it could (see
+	// checkUsage): an output count above max_tokens + UsageSlack or below the number of
+	// content chunks (OutputTokens is then the chunk count), or an impossible prompt
+	// count (PromptTokens is then 0: unknown).
+	UsageFlag    string
+	FinishReason string
+	Status       int    // HTTP status, 0 if none
+	ErrReason    string // "" on success; one of the Err* reasons or http_<status>
+	ErrDetail    string // capped and stripped of control characters
 }
 
 // Reset clears r for reuse, keeping the Gaps buffer.

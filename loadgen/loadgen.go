@@ -102,6 +102,9 @@ type Outcome struct {
 	// Stopped says why the run stopped early on its own (StopAfterConnectErrors); "" when
 	// it did not. What was measured is kept, as for an interruption.
 	Stopped string
+	// Notes are facts about the run the record must carry (result.RequestNotes of the
+	// measured requests, how connections were set up).
+	Notes []string
 }
 
 // Defaults.
@@ -172,6 +175,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		out.Stopped = cause.Error()
 	}
 	out.Window = window(out.Measured, windowStart, arrivals, cfg.Closed)
+	out.Notes = append(out.Notes, result.RequestNotes(out.Measured)...)
 	return out, nil
 }
 

@@ -116,6 +116,7 @@ func (r *runner) do(ph *phase, i int, item workload.Item, sched time.Duration, o
 		PromptTokens: res.PromptTokens,
 		OutputTokens: res.OutputTokens,
 		NoUsage:      !res.UsageReported,
+		UsageFlag:    res.UsageFlag,
 		Chunks:       res.Chunks,
 		Finish:       res.FinishReason,
 		Error:        res.ErrReason,
@@ -146,7 +147,8 @@ func classify(res *engine.Result, ctxErr error) {
 	case strings.HasPrefix(res.ErrReason, "http_"),
 		res.ErrReason == engine.ErrStream,
 		res.ErrReason == engine.ErrTooLarge,
-		res.ErrReason == engine.ErrBadResponse:
+		res.ErrReason == engine.ErrBadResponse,
+		res.ErrReason == engine.ErrEmpty:
 		return
 	case ctxErr == context.DeadlineExceeded:
 		res.ErrReason = engine.ErrTimeout

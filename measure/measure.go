@@ -408,6 +408,7 @@ func FillRecord(rec *result.Record, w *workload.Workload, out *loadgen.Outcome, 
 		rec.Warmup = result.WarmupSummaryOf(out.Warmup)
 	}
 	rec.Series.InFlight = out.InFlight
+	rec.Notes = append(rec.Notes, out.Notes...)
 	if out.Interrupted {
 		rec.Incomplete, rec.IncompleteReason = true, "interrupted"
 	} else if out.Stopped != "" {

@@ -164,6 +164,9 @@ func Summarize(reqs []Request, in SummaryInput) Summary {
 		if r.SendUS != 0 || r.SchedUS == 0 {
 			lag.Record(r.SendUS - r.SchedUS)
 		}
+		if r.UsageFlag != "" {
+			s.UsageFlagged++
+		}
 		if !r.OK() {
 			s.Errors[r.Error]++
 			continue
@@ -175,7 +178,7 @@ func Summarize(reqs []Request, in SummaryInput) Summary {
 		outputTokens += r.OutputTokens
 		promptT, prompt = append(promptT, r.PromptTarget), append(prompt, r.PromptTokens)
 		outT, outA = append(outT, r.OutputTarget), append(outA, r.OutputTokens)
-		if !r.NoUsage && r.OutputTokens < r.OutputTarget {
+		if !r.NoUsage && r.UsageFlag == "" && r.OutputTokens < r.OutputTarget {
 			s.EarlyStops++
 		}
 		if v, ok := r.TTFTUS(); ok {

@@ -94,24 +94,28 @@ type SLOTarget struct {
 // Request is one request's timeline. Times are microseconds from the record's epoch;
 // First and Last are 0 when no content arrived.
 type Request struct {
-	I            int     `json:"i"`
-	Class        string  `json:"class,omitempty"`
-	SchedUS      int64   `json:"sched_us"`
-	SendUS       int64   `json:"send_us"`
-	FirstUS      int64   `json:"first_us,omitempty"`
-	LastUS       int64   `json:"last_us,omitempty"`
-	EndUS        int64   `json:"end_us"`
-	PromptTarget int     `json:"prompt_target"`
-	OutputTarget int     `json:"output_target"`
-	PromptTokens int     `json:"prompt_tokens"`
-	OutputTokens int     `json:"output_tokens"`
-	NoUsage      bool    `json:"no_usage,omitempty"` // OutputTokens is the chunk count
-	Chunks       int     `json:"chunks"`
-	ITLUS        []int64 `json:"itl_us,omitempty"` // gaps between content chunks
-	Finish       string  `json:"finish,omitempty"`
-	Error        string  `json:"error,omitempty"` // reason; "" on success
-	ErrorDetail  string  `json:"error_detail,omitempty"`
-	SLOMet       bool    `json:"slo_met"`
+	I            int    `json:"i"`
+	Class        string `json:"class,omitempty"`
+	SchedUS      int64  `json:"sched_us"`
+	SendUS       int64  `json:"send_us"`
+	FirstUS      int64  `json:"first_us,omitempty"`
+	LastUS       int64  `json:"last_us,omitempty"`
+	EndUS        int64  `json:"end_us"`
+	PromptTarget int    `json:"prompt_target"`
+	OutputTarget int    `json:"output_target"`
+	PromptTokens int    `json:"prompt_tokens"`
+	OutputTokens int    `json:"output_tokens"`
+	NoUsage      bool   `json:"no_usage,omitempty"` // OutputTokens is the chunk count
+	// UsageFlag says why the server's usage was not believed ("" when it was): an output
+	// count above max_tokens + slack or below the content chunks (OutputTokens is then
+	// the chunk count), or an impossible prompt count (PromptTokens is then 0).
+	UsageFlag   string  `json:"usage_flag,omitempty"`
+	Chunks      int     `json:"chunks"`
+	ITLUS       []int64 `json:"itl_us,omitempty"` // gaps between content chunks
+	Finish      string  `json:"finish,omitempty"`
+	Error       string  `json:"error,omitempty"` // reason; "" on success
+	ErrorDetail string  `json:"error_detail,omitempty"`
+	SLOMet      bool    `json:"slo_met"`
 }
 
 // Percentiles of a latency metric, in milliseconds.
@@ -154,8 +158,11 @@ type Summary struct {
 
 	// Lengths compares the achieved token counts (from usage) with the targets.
 	Lengths Lengths `json:"lengths"`
-	// EarlyStops counts successful requests that produced fewer tokens than asked.
+	// EarlyStops counts successful requests that produced fewer tokens than asked (by
+	// the server's usage; requests without usage, or with a flagged one, are not counted).
 	EarlyStops int `json:"early_stops"`
+	// UsageFlagged counts the measured requests whose usage was flagged (Request.UsageFlag).
+	UsageFlagged int `json:"usage_flagged,omitempty"`
 	// SLOChecks are the run-level checks: pNN over requests against each limit.
 	SLOChecks []SLOCheck `json:"slo_checks,omitempty"`
 
