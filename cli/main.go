@@ -44,6 +44,9 @@ type app struct {
 	isTTY          bool
 	// envOptions returns how to read the GPU and host environment (tests fake nvidia-smi).
 	envOptions func() envinfo.Options
+	// probeTimeout and preflightTimeout bound the calls to the engine before the run
+	// (zero: measure's defaults); tests shorten them.
+	probeTimeout, preflightTimeout time.Duration
 }
 
 func newApp(stdout, stderr io.Writer) *app {

@@ -66,7 +66,8 @@ func (a *app) loadConfig(path string) (*workload.File, int) {
 // runner is the measurement orchestration wired to this command's outside world.
 func (a *app) runner() *measure.Runner {
 	version, _ := ToolVersion()
-	r := &measure.Runner{Getenv: a.getenv, Now: a.now, EnvOptions: a.envOptions, Log: a.stderr, ToolVersion: version}
+	r := &measure.Runner{Getenv: a.getenv, Now: a.now, EnvOptions: a.envOptions, Log: a.stderr, ToolVersion: version,
+		ProbeTimeout: a.probeTimeout, PreflightTimeout: a.preflightTimeout}
 	if a.isTTY {
 		r.Progress = a.progressLine
 		r.ProgressDone = func() { fmt.Fprint(a.stderr, "\r\033[K") }

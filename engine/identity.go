@@ -60,6 +60,15 @@ type Identity struct {
 // ErrUnreachable wraps a failure to reach the engine at all.
 var ErrUnreachable = errors.New("engine unreachable")
 
+// ErrStalled wraps a call to the engine that did not finish within its deadline (the
+// server accepted the connection, perhaps sent headers, and then nothing): the error
+// names the endpoint.
+var ErrStalled = errors.New("engine stalled")
+
+// DefaultProbeTimeout bounds every identification call (and each tokenize or metrics
+// call): the small answers they get take milliseconds from a healthy engine.
+const DefaultProbeTimeout = 10 * time.Second
+
 // IdentifyOptions configure Identify.
 type IdentifyOptions struct {
 	BaseURL string
@@ -73,6 +82,9 @@ type IdentifyOptions struct {
 	// (Ollama's OLLAMA_NUM_PARALLEL); default 1.
 	Parallel int
 	HTTP     *http.Client
+	// Timeout bounds each call, from the request to the end of the answer's body;
+	// default DefaultProbeTimeout.
+	Timeout time.Duration
 }
 
 // maxVersionText caps any identity string taken from the server.
@@ -111,9 +123,24 @@ func CleanText(s string, max int) string {
 func clean(s string) string { return CleanText(s, maxVersionText) }
 
 type prober struct {
-	base   string
-	apiKey string
-	http   *http.Client
+	base    string
+	apiKey  string
+	http    *http.Client
+	timeout time.Duration
+	// stall is the first call that passed its deadline; once set, every later call
+	// fails at once, so that a stalled engine costs one deadline, not one per probe.
+	stall error
+}
+
+// stalled records that method path passed the call's deadline while ctx did not end.
+func (p *prober) stalled(ctx, cctx context.Context, method, path string) error {
+	if ctx.Err() != nil || cctx.Err() == nil {
+		return nil
+	}
+	if p.stall == nil {
+		p.stall = fmt.Errorf("%w: %s %s%s gave no complete answer within %s", ErrStalled, method, p.base, path, p.timeout)
+	}
+	return p.stall
 }
 
 // maxProbeBytes caps identity responses; they are small JSON objects.
@@ -121,7 +148,11 @@ const maxProbeBytes = 4 << 20
 
 // get fetches path; status 0 and an error mean the server could not be reached.
 func (p *prober) do(ctx context.Context, method, path string, body any) (int, []byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	if p.stall != nil {
+		return 0, nil, p.stall
+	}
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	var rd io.Reader
 	if body != nil {
@@ -143,10 +174,18 @@ func (p *prober) do(ctx context.Context, method, path string, body any) (int, []
 	}
 	resp, err := p.http.Do(req)
 	if err != nil {
+		if s := p.stalled(parent, ctx, method, path); s != nil {
+			return 0, nil, s
+		}
 		return 0, nil, err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxProbeBytes))
+	if err != nil {
+		if s := p.stalled(parent, ctx, method, path); s != nil {
+			return 0, nil, s
+		}
+	}
 	return resp.StatusCode, data, err
 }
 
@@ -169,11 +208,17 @@ type modelList struct {
 // served model, context, KV capacity and how to read its metrics. An engine that cannot
 // be reached at all gives an error wrapping ErrUnreachable.
 func Identify(ctx context.Context, o IdentifyOptions) (*Identity, error) {
-	p := &prober{base: baseURL(o.BaseURL), apiKey: o.APIKey, http: o.HTTP}
+	p := &prober{base: baseURL(o.BaseURL), apiKey: o.APIKey, http: o.HTTP, timeout: o.Timeout}
 	if p.http == nil {
 		p.http = http.DefaultClient
 	}
+	if p.timeout <= 0 {
+		p.timeout = DefaultProbeTimeout
+	}
 	st, data, err := p.do(ctx, http.MethodGet, "/v1/models", nil)
+	if errors.Is(err, ErrStalled) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: GET %s/v1/models: %v", ErrUnreachable, p.base, err)
 	}
@@ -211,6 +256,12 @@ func Identify(ctx context.Context, o IdentifyOptions) (*Identity, error) {
 	default:
 		id.Engine = EngineOpenAI
 		id.Notes = append(id.Notes, "generic OpenAI-compatible server: no version, metrics or KV capacity exposed")
+	}
+	if p.stall != nil {
+		return nil, p.stall
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("identifying the engine at %s: %w", p.base, context.Cause(ctx))
 	}
 	if id.Version == "" {
 		id.Version = "unknown"
@@ -352,8 +403,14 @@ func MetricSetFor(engine string) MetricSet {
 
 // metricsPage fetches and parses the engine's metrics page; ok is false when it has none.
 func metricsPage(ctx context.Context, p *prober, set MetricSet) (families, bool) {
-	s := &Scraper{URL: p.base + set.Path, Set: set, APIKey: p.apiKey, HTTP: p.http}
+	if p.stall != nil {
+		return nil, false
+	}
+	s := &Scraper{URL: p.base + set.Path, Set: set, APIKey: p.apiKey, HTTP: p.http, Timeout: p.timeout}
 	fams, err := s.fetch(ctx)
+	if errors.Is(err, ErrStalled) && p.stall == nil {
+		p.stall = err
+	}
 	return fams, err == nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -181,6 +182,8 @@ type Scraper struct {
 	Set    MetricSet
 	APIKey string
 	HTTP   *http.Client
+	// Timeout bounds one scrape, body included; default DefaultProbeTimeout.
+	Timeout time.Duration
 }
 
 // Scrape fetches and parses the page once.
@@ -193,6 +196,19 @@ func (s *Scraper) Scrape(ctx context.Context) (Snapshot, error) {
 }
 
 func (s *Scraper) fetch(ctx context.Context) (map[string]*dto.MetricFamily, error) {
+	timeout := s.Timeout
+	if timeout <= 0 {
+		timeout = DefaultProbeTimeout
+	}
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	stalled := func(err error) error {
+		if parent.Err() == nil && ctx.Err() != nil {
+			return fmt.Errorf("%w: GET %s gave no complete answer within %s", ErrStalled, s.URL, timeout)
+		}
+		return err
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
 	if err != nil {
 		return nil, err
@@ -206,11 +222,15 @@ func (s *Scraper) fetch(ctx context.Context) (map[string]*dto.MetricFamily, erro
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, stalled(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET %s: HTTP %d", s.URL, resp.StatusCode)
 	}
-	return ParseMetricFamilies(resp.Body)
+	fams, err := ParseMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, stalled(err)
+	}
+	return fams, nil
 }

@@ -11,6 +11,10 @@ import (
 	"strconv"
 )
 
+// tokenizeTimeout bounds one tokenize call, answer included: an engine that accepts the
+// request and never answers stalls calibration, not the run forever.
+var tokenizeTimeout = DefaultProbeTimeout
+
 // ErrNoTokenizer means the engine answers neither vLLM's nor llama.cpp's tokenize
 // request (Ollama, TGI, most hosted APIs): the caller estimates lengths instead.
 var ErrNoTokenizer = errors.New("engine has no tokenize endpoint")
@@ -69,6 +73,15 @@ func (c *Client) tokenize(ctx context.Context, shape int32, text string) (n int,
 	body = appendJSONString(body, text)
 	body = append(body, '}')
 
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, tokenizeTimeout)
+	defer cancel()
+	stalled := func(what string, err error) error {
+		if parent.Err() == nil && ctx.Err() != nil {
+			return fmt.Errorf("%w: POST %s gave no complete answer within %s", ErrStalled, c.tokenizeURL, tokenizeTimeout)
+		}
+		return fmt.Errorf("POST %s: %s%s", c.tokenizeURL, what, c.detail(err.Error()))
+	}
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.tokenizeURL, bytes.NewReader(body))
 	if err != nil {
 		return 0, "", err
@@ -79,12 +92,12 @@ func (c *Client) tokenize(ctx context.Context, shape int32, text string) (n int,
 	}
 	resp, err := c.hc.Do(hr)
 	if err != nil {
-		return 0, "", fmt.Errorf("POST %s: %s", c.tokenizeURL, c.detail(err.Error()))
+		return 0, "", stalled("", err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBody+1))
 	if err != nil {
-		return 0, "", fmt.Errorf("POST %s: reading the answer: %s", c.tokenizeURL, c.detail(err.Error()))
+		return 0, "", stalled("reading the answer: ", err)
 	}
 	if int64(len(b)) > c.maxBody {
 		return 0, "", fmt.Errorf("POST %s: answer over %d bytes", c.tokenizeURL, c.maxBody)

@@ -7,9 +7,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // vllmTokenize answers like vLLM: {"model","prompt"} -> {"count", "max_model_len", "tokens"};
@@ -122,5 +124,32 @@ func TestCountTokensUnreachable(t *testing.T) {
 	_, err = NewClient(ClientOptions{BaseURL: "http://" + addr, APIKey: "sk-secret"}).CountTokens(ctx, "x")
 	if err == nil || errors.Is(err, ErrNoTokenizer) || strings.Contains(err.Error(), "sk-secret") {
 		t.Errorf("error %v", err)
+	}
+}
+
+// A tokenize endpoint that takes the request and never answers fails within the call's
+// own deadline, naming the endpoint, even when the caller's context has none.
+func TestCountTokensStalled(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	old := tokenizeTimeout
+	tokenizeTimeout = 200 * time.Millisecond
+	defer func() { tokenizeTimeout = old }()
+	start := time.Now()
+	_, err := NewClient(ClientOptions{BaseURL: srv.URL, Model: "m"}).CountTokens(context.Background(), "hello")
+	if !errors.Is(err, ErrStalled) || !strings.Contains(err.Error(), srv.URL+"/tokenize") {
+		t.Fatalf("err %v, want ErrStalled naming the endpoint", err)
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Errorf("took %s", el)
 	}
 }

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -27,14 +28,25 @@ type EngineSampler struct {
 	Scrape func(ctx context.Context) (engine.Snapshot, error)
 	Every  time.Duration // default 1s
 	Epoch  time.Time     // times of samples are offsets from it
+	// Timeout bounds one scrape; default twice Every, at least 2s. A scrape that passes
+	// it is counted as timed out, so a stalled page shows in the record's notes instead
+	// of holding the sampler for the rest of the window.
+	Timeout time.Duration
 
-	mu                sync.Mutex
-	series            map[string][]result.Sample
-	first, last       engine.Snapshot
-	samples, failures int
-	lastErr           error
+	mu                          sync.Mutex
+	series                      map[string][]result.Sample
+	first, last                 engine.Snapshot
+	samples, failures, timeouts int
+	lastErr                     error
 	// dropped counts the non-finite values the engine exported, by metric and kind.
 	dropped map[string]int
+}
+
+func (s *EngineSampler) timeout() time.Duration {
+	if s.Timeout > 0 {
+		return s.Timeout
+	}
+	return max(2*s.Every, 2*time.Second)
 }
 
 // Run samples until ctx ends: once at once, then every Every, and once more at the end
@@ -62,7 +74,10 @@ func (s *EngineSampler) Run(ctx context.Context) {
 }
 
 func (s *EngineSampler) sample(ctx context.Context) {
-	snap, err := s.Scrape(ctx)
+	sctx, cancel := context.WithTimeout(ctx, s.timeout())
+	snap, err := s.Scrape(sctx)
+	timedOut := sctx.Err() != nil
+	cancel()
 	at := time.Since(s.Epoch).Microseconds()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -70,6 +85,9 @@ func (s *EngineSampler) sample(ctx context.Context) {
 		if ctx.Err() == nil {
 			s.failures++
 			s.lastErr = err
+			if timedOut || errors.Is(err, engine.ErrStalled) {
+				s.timeouts++
+			}
 		}
 		return
 	}
@@ -103,7 +121,11 @@ func (s *EngineSampler) Apply(rec *result.Record) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.failures > 0 {
-		rec.Notes = append(rec.Notes, fmt.Sprintf("engine metrics: %d of %d scrapes failed (last: %v)", s.failures, s.samples+s.failures, s.lastErr))
+		timedOut := ""
+		if s.timeouts > 0 {
+			timedOut = fmt.Sprintf("%d timed out after %s; ", s.timeouts, s.timeout())
+		}
+		rec.Notes = append(rec.Notes, fmt.Sprintf("engine metrics: %d of %d scrapes failed (%slast: %v)", s.failures, s.samples+s.failures, timedOut, s.lastErr))
 	}
 	if len(s.dropped) > 0 {
 		keys := make([]string, 0, len(s.dropped))

@@ -69,6 +69,10 @@ type Config struct {
 	// connect: the engine is gone, and sending the rest of a long schedule to a closed
 	// port measures nothing. 0 never stops.
 	StopAfterConnectErrors int
+	// StopAfterFailures stops the run when that many requests in a row failed for any
+	// reason (an engine answering 500 at once lets a closed loop send thousands a
+	// second, measuring nothing and growing the record without bound). 0 never stops.
+	StopAfterFailures int
 	// Observe, when set, is started when the measured window opens; its context is
 	// canceled when the window closes and Run waits for it to return.
 	Observe func(ctx context.Context)
@@ -99,7 +103,8 @@ type Outcome struct {
 	// Interrupted: ctx was canceled. Requests never sent are absent; those in flight are
 	// recorded with error "canceled"; everything else measured is kept.
 	Interrupted bool
-	// Stopped says why the run stopped early on its own (StopAfterConnectErrors); "" when
+	// Stopped says why the run stopped early on its own (StopAfterConnectErrors,
+	// StopAfterFailures); "" when
 	// it did not. What was measured is kept, as for an interruption.
 	Stopped string
 	// Notes are facts about the run the record must carry (result.RequestNotes of the

@@ -26,6 +26,18 @@ type runner struct {
 	// consecutive requests that failed to connect.
 	abort        context.CancelCauseFunc
 	connectFails atomic.Int64
+	// failStreak counts the consecutive requests that failed for any reason.
+	failStreak atomic.Int64
+}
+
+// errFailureBurst is the cause of a run stopped because every recent request failed.
+type errFailureBurst struct {
+	n      int
+	reason string
+}
+
+func (e errFailureBurst) Error() string {
+	return fmt.Sprintf("engine failing: %d consecutive requests failed (last: %s)", e.n, e.reason)
 }
 
 // errEngineGone is the cause of a run stopped because the engine stopped answering.
@@ -93,6 +105,15 @@ func (r *runner) do(ph *phase, i int, item workload.Item, sched time.Duration, o
 			}
 		} else if s.res.ErrReason != engine.ErrCanceled {
 			r.connectFails.Store(0)
+		}
+	}
+	if n := r.cfg.StopAfterFailures; n > 0 && s.res.ErrReason != engine.ErrCanceled {
+		if s.res.ErrReason != "" {
+			if k := r.failStreak.Add(1); k >= int64(n) {
+				r.abort(errFailureBurst{int(k), s.res.ErrReason})
+			}
+		} else {
+			r.failStreak.Store(0)
 		}
 	}
 

@@ -31,6 +31,9 @@ import (
 // DefaultMaxDispatchLag is the dispatch-lag p99 above which a run measured the client.
 const DefaultMaxDispatchLag = time.Millisecond
 
+// StopAfterFailures is the burst of consecutive failed requests that stops a closed loop.
+const StopAfterFailures = 50
+
 // BadInputError marks an error caused by the config or the flags (exit 2); any other
 // error from this package is the engine's or the tool's (exit 3).
 type BadInputError struct{ Err error }
@@ -66,6 +69,12 @@ type Runner struct {
 	// NewRunID returns the id of a new run (the record's run_id, the key of its prompt
 	// salts); nil draws 16 random hex digits.
 	NewRunID func() string
+	// ProbeTimeout bounds each identification, tokenize and metrics call; default
+	// engine.DefaultProbeTimeout.
+	ProbeTimeout time.Duration
+	// PreflightTimeout bounds the whole identification, and separately the prompt
+	// calibration of each run; default DefaultPreflightTimeout.
+	PreflightTimeout time.Duration
 }
 
 func (r *Runner) newRunID() string {
@@ -75,6 +84,18 @@ func (r *Runner) newRunID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 	return hex.EncodeToString(b[:])
+}
+
+// DefaultPreflightTimeout bounds identification and calibration: a healthy engine
+// answers them in seconds, and a stalled one must not hold the job until it is killed.
+const DefaultPreflightTimeout = 2 * time.Minute
+
+func (r *Runner) preflight(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := r.PreflightTimeout
+	if d <= 0 {
+		d = DefaultPreflightTimeout
+	}
+	return context.WithTimeoutCause(ctx, d, fmt.Errorf("%w: the preflight (identification, calibration) did not finish within %s", engine.ErrStalled, d))
 }
 
 func (r *Runner) logf(format string, args ...any) {
@@ -130,7 +151,9 @@ func (r *Runner) Prepare(ctx context.Context, f *workload.File, override string)
 		}
 	}
 	parallel, _ := strconv.Atoi(r.getenv("OLLAMA_NUM_PARALLEL"))
-	id, err := engine.Identify(ctx, engine.IdentifyOptions{BaseURL: t.URL, APIKey: t.APIKey, Engine: f.Target.Engine, Model: f.Model.Name, Parallel: parallel})
+	pctx, cancel := r.preflight(ctx)
+	id, err := engine.Identify(pctx, engine.IdentifyOptions{BaseURL: t.URL, APIKey: t.APIKey, Engine: f.Target.Engine, Model: f.Model.Name, Parallel: parallel, Timeout: r.ProbeTimeout})
+	cancel()
 	if err != nil {
 		return nil, err
 	}
@@ -319,8 +342,24 @@ func (r *Runner) Run(ctx context.Context, f *workload.File, w *workload.Workload
 	gen.SetRunID(rec.RunID)
 	if t.ID.Engine != engine.EngineVLLM && t.ID.Engine != engine.EngineLlamaCpp && t.ID.Engine != engine.EngineSim {
 		rec.Notes = append(rec.Notes, fmt.Sprintf("prompt lengths use the estimate of %.1f characters per token: %s has no tokenize endpoint", workload.DefaultCharsPerToken, t.ID.Engine))
-	} else if err := gen.Calibrate(ctx, client); err != nil {
-		rec.Notes = append(rec.Notes, "prompt lengths estimated, not calibrated: "+err.Error())
+	} else {
+		pctx, cancel := r.preflight(ctx)
+		err := gen.Calibrate(pctx, client)
+		if err != nil && ctx.Err() == nil && (errors.Is(err, engine.ErrStalled) || pctx.Err() != nil) {
+			// An engine that takes the request and never answers would stall the run
+			// the same way: nothing is sent, and the record says which call stalled.
+			cause := err.Error()
+			if pctx.Err() != nil && !errors.Is(err, engine.ErrStalled) {
+				cause = context.Cause(pctx).Error() + ": " + cause
+			}
+			cancel()
+			rec.Incomplete, rec.IncompleteReason = true, cause
+			return rec
+		}
+		cancel()
+		if err != nil {
+			rec.Notes = append(rec.Notes, "prompt lengths estimated, not calibrated: "+err.Error())
+		}
 	}
 	cal := gen.Calibration()
 	rec.Calibration = result.Calibration{Method: cal.Method, CharsPerToken: cal.CharsPerToken}
@@ -350,6 +389,11 @@ func (r *Runner) Run(ctx context.Context, f *workload.File, w *workload.Workload
 		// closed port.
 		StopAfterConnectErrors: 20,
 	}
+	if closed {
+		// A closed loop sends its next request as soon as the last one ends: against an
+		// engine that fails every request at once it would send thousands a second.
+		cfg.StopAfterFailures = StopAfterFailures
+	}
 	if r.Progress != nil {
 		cfg.Progress = r.Progress(w.Name)
 	}
@@ -359,7 +403,7 @@ func (r *Runner) Run(ctx context.Context, f *workload.File, w *workload.Workload
 		if url == "" {
 			url = strings.TrimSuffix(strings.TrimSuffix(strings.TrimRight(t.URL, "/"), "/v1"), "/") + t.ID.Metrics.Path
 		}
-		sc := &engine.Scraper{URL: url, Set: t.ID.Metrics, APIKey: t.APIKey}
+		sc := &engine.Scraper{URL: url, Set: t.ID.Metrics, APIKey: t.APIKey, Timeout: r.ProbeTimeout}
 		sampler = &loadgen.EngineSampler{Scrape: sc.Scrape, Every: f.Target.Metrics.Interval, Epoch: epoch}
 		cfg.Observe = sampler.Run
 	}
@@ -429,6 +473,9 @@ func FillRecord(rec *result.Record, w *workload.Workload, out *loadgen.Outcome, 
 		// The engine went away mid-run (a crash, an OOM kill): what it served before is
 		// kept, but the run did not measure it serving the workload.
 		rec.Incomplete, rec.IncompleteReason = true, fmt.Sprintf("engine stopped answering: the last %d of %d requests failed to connect", n, len(rec.Requests))
+	} else if n := rec.Summary.Requests; n > 0 && rec.Summary.Completed == 0 && !rec.Incomplete {
+		// Not one request succeeded: the run measured a failing engine, not its service.
+		rec.Incomplete, rec.IncompleteReason = true, fmt.Sprintf("engine failed every request: %d of %d failed (%s)", n, n, errorCounts(rec.Summary.Errors))
 	}
 	if rec.Summary.ClientSaturated {
 		rec.Notes = append(rec.Notes, "client-saturated: the load generator could not keep the schedule; the gate refuses this run")
@@ -436,6 +483,25 @@ func FillRecord(rec *result.Record, w *workload.Workload, out *loadgen.Outcome, 
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// errorCounts lists error reasons with their counts, most frequent first.
+func errorCounts(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if m[keys[i]] != m[keys[j]] {
+			return m[keys[i]] > m[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%d %s", m[k], k)
+	}
+	return strings.Join(parts, ", ")
+}
 
 // trailingConnectErrors counts the requests at the end of the schedule that failed to
 // connect: an engine that refuses the run's last requests is no longer there.

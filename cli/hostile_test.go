@@ -1,0 +1,242 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/slogate/slogate/result"
+)
+
+// fakeEngine is a small vLLM-like server whose endpoints a test replaces one by one,
+// to play the engine that misbehaves in exactly one way.
+type fakeEngine struct {
+	mu       sync.Mutex
+	handlers map[string]http.HandlerFunc
+	srv      *httptest.Server
+	// release unblocks handlers that stall; closed at cleanup so the server can stop.
+	release chan struct{}
+}
+
+const fakeMetricsPage = "# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting 0\n" +
+	"# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 1\n" +
+	"# TYPE vllm:cache_config_info gauge\nvllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"100\"} 1\n"
+
+func newFakeEngine(t *testing.T) *fakeEngine {
+	t.Helper()
+	e := &fakeEngine{handlers: map[string]http.HandlerFunc{}, release: make(chan struct{})}
+	e.handlers["/v1/models"] = func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"data":[{"id":"m","owned_by":"vllm","max_model_len":4096}]}`)
+	}
+	e.handlers["/version"] = func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"version":"0.9.0"}`) }
+	e.handlers["/metrics"] = func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, fakeMetricsPage) }
+	e.handlers["/tokenize"] = func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"count":`+fmt.Sprint(r.ContentLength/4+1)+`}`)
+	}
+	e.handlers["/v1/completions"] = func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for range 3 {
+			fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"text\":\"hi \"}]}\n\n")
+		}
+		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"text\":\"\",\"finish_reason\":\"length\"}],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":3}}\n\ndata: [DONE]\n\n")
+	}
+	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.mu.Lock()
+		h := e.handlers[r.URL.Path]
+		e.mu.Unlock()
+		if h == nil {
+			http.NotFound(w, r)
+			return
+		}
+		h(w, r)
+	}))
+	t.Cleanup(func() {
+		close(e.release)
+		e.srv.CloseClientConnections()
+		e.srv.Close()
+	})
+	return e
+}
+
+func (e *fakeEngine) handle(path string, h http.HandlerFunc) {
+	e.mu.Lock()
+	e.handlers[path] = h
+	e.mu.Unlock()
+}
+
+// stallAfterHeaders answers 200 with its headers and then nothing until the test ends.
+func (e *fakeEngine) stallAfterHeaders(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusOK)
+	w.(http.Flusher).Flush()
+	select {
+	case <-e.release:
+	case <-r.Context().Done():
+	}
+}
+
+const fakeConfig = `version: 1
+target: {api: completions, engine: auto}
+model: {name: m}
+workloads:
+  - name: w
+    seed: 1
+    requests: 5
+    arrival: {process: constant, rate: 50}
+    prompt_tokens: {dist: fixed, value: 10}
+    output_tokens: {dist: fixed, value: 3}
+    timeout: 5s
+`
+
+// runFake runs `slogate run` against e with short probe deadlines and a bound on the
+// whole test, so that a hang fails the test instead of holding it until go test's
+// own timeout.
+func runFake(t *testing.T, e *fakeEngine, cfg string, extra ...string) (code int, stderr string, dir string) {
+	t.Helper()
+	dir = t.TempDir()
+	a, out, errb := testApp(t)
+	a.probeTimeout = 300 * time.Millisecond
+	a.preflightTimeout = 3 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	args := append([]string{"run", "-c", writeConfig(t, cfg), "--target", e.srv.URL, "-o", dir}, extra...)
+	done := make(chan int, 1)
+	go func() { done <- a.run(ctx, args) }()
+	select {
+	case code = <-done:
+	case <-time.After(25 * time.Second):
+		t.Fatalf("slogate run hangs\nstderr:\n%s", errb)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("slogate run ended only by the test's deadline\nstdout:\n%s\nstderr:\n%s", out, errb)
+	}
+	return code, errb.String(), dir
+}
+
+func TestRunStalledEngineEndpoints(t *testing.T) {
+	cases := []struct {
+		name, path string
+		// record: a record is written (the stall happened after the preflight).
+		record bool
+	}{
+		// Detection reads /metrics for vLLM's KV capacity: headers, then silence.
+		{"metrics during detection", "/metrics", false},
+		// The version probe stalls before the metrics page is read.
+		{"version during detection", "/version", false},
+		// Calibration's first tokenize call is taken and never answered.
+		{"tokenize during calibration", "/tokenize", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newFakeEngine(t)
+			e.handle(c.path, e.stallAfterHeaders)
+			start := time.Now()
+			code, stderr, dir := runFake(t, e, fakeConfig)
+			if code != ExitFailure {
+				t.Fatalf("exit %d, want %d\n%s", code, ExitFailure, stderr)
+			}
+			if !strings.Contains(stderr, "engine stalled") || !strings.Contains(stderr, c.path) {
+				t.Errorf("the stall is not reported with its endpoint %s:\n%s", c.path, stderr)
+			}
+			if el := time.Since(start); el > 20*time.Second {
+				t.Errorf("took %s: the deadlines do not bound the preflight", el)
+			}
+			rec, err := result.Read(filepath.Join(dir, "w.json"))
+			if c.record != (err == nil) {
+				t.Fatalf("record written %v, want %v (%v)", err == nil, c.record, err)
+			}
+			if c.record && (!rec.Incomplete || !strings.Contains(rec.IncompleteReason, c.path) || len(rec.Requests) != 0) {
+				t.Errorf("record incomplete %v (%q), %d requests", rec.Incomplete, rec.IncompleteReason, len(rec.Requests))
+			}
+		})
+	}
+}
+
+func TestRunMetricsStallMidRunIsNoted(t *testing.T) {
+	e := newFakeEngine(t)
+	var n sync.Mutex
+	scrapes := 0
+	// Identification and the first scrape get the page; every later scrape stalls.
+	e.handle("/metrics", func(w http.ResponseWriter, r *http.Request) {
+		n.Lock()
+		scrapes++
+		k := scrapes
+		n.Unlock()
+		if k <= 2 {
+			fmt.Fprint(w, fakeMetricsPage)
+			return
+		}
+		e.stallAfterHeaders(w, r)
+	})
+	cfg := strings.Replace(fakeConfig, "target: {api: completions, engine: auto}",
+		"target: {api: completions, engine: auto, metrics: {interval: 100ms}}", 1)
+	cfg = strings.Replace(cfg, "requests: 5\n    arrival: {process: constant, rate: 50}", "requests: 30\n    arrival: {process: constant, rate: 10}", 1)
+	code, stderr, dir := runFake(t, e, cfg)
+	if code != ExitOK && code != ExitFailure {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	rec, err := result.Read(filepath.Join(dir, "w.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var note string
+	for _, s := range rec.Notes {
+		if strings.HasPrefix(s, "engine metrics:") && strings.Contains(s, "timed out") {
+			note = s
+		}
+	}
+	if note == "" {
+		t.Fatalf("no note of the timed-out scrapes: %q", rec.Notes)
+	}
+}
+
+func TestRunClosedLoopAgainstFailingEngineStops(t *testing.T) {
+	e := newFakeEngine(t)
+	e.handle("/v1/completions", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, `{"error":"boom"}`, http.StatusInternalServerError)
+	})
+	cfg := strings.Replace(fakeConfig, "requests: 5\n    arrival: {process: constant, rate: 50}",
+		"duration: 20s\n    arrival: {process: closed, users: 4}", 1)
+	start := time.Now()
+	code, stderr, dir := runFake(t, e, cfg)
+	if code != ExitFailure {
+		t.Fatalf("exit %d, want %d\n%s", code, ExitFailure, stderr)
+	}
+	if el := time.Since(start); el > 15*time.Second {
+		t.Errorf("ran %s against an engine failing every request", el)
+	}
+	rec, err := result.Read(filepath.Join(dir, "w.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rec.Incomplete || !strings.Contains(rec.IncompleteReason, "consecutive requests failed") {
+		t.Errorf("incomplete %v %q", rec.Incomplete, rec.IncompleteReason)
+	}
+	// The burst stops it: a few hundred at most, never thousands.
+	if n := len(rec.Requests); n == 0 || n > 500 {
+		t.Errorf("%d requests kept", n)
+	}
+}
+
+func TestRunEveryRequestFailedIsFailure(t *testing.T) {
+	e := newFakeEngine(t)
+	e.handle("/v1/completions", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, `{"error":"boom"}`, http.StatusInternalServerError)
+	})
+	code, stderr, dir := runFake(t, e, fakeConfig)
+	if code != ExitFailure {
+		t.Fatalf("exit %d, want %d\n%s", code, ExitFailure, stderr)
+	}
+	if !strings.Contains(stderr, "engine failed every request: 5 of 5 failed (5 http_500)") {
+		t.Errorf("stderr:\n%s", stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "w.json")); err != nil {
+		t.Errorf("record lost: %v", err)
+	}
+}
