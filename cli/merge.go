@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 
+	"github.com/slogate/slogate/measure"
 	"github.com/slogate/slogate/report"
 	"github.com/slogate/slogate/result"
 )
@@ -33,7 +34,7 @@ func (a *app) cmdMerge(ctx context.Context, args []string) int {
 		}
 		recs = append(recs, r)
 	}
-	m, err := result.Merge(recs...)
+	m, err := measure.Merge(recs...)
 	if err != nil {
 		a.errorf("%v", err)
 		return ExitBadInput

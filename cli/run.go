@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/slogate/slogate/engine"
@@ -33,6 +35,9 @@ func (a *app) cmdRun(ctx context.Context, args []string) int {
 	fs.StringVar(&p.outDir, "o", "slogate-out", "output `dir`ectory for run records")
 	fs.StringVar(&p.outDir, "out", "slogate-out", "output `dir`ectory (same as -o)")
 	fs.StringVar(&p.shard, "shard", "", "send shard `i/n` of the schedule (every n-th arrival); merge the n records with 'slogate merge'")
+	fs.BoolVar(&p.shardFromEnv, "shard-from-env", false, "take the shard from $JOB_COMPLETION_INDEX (0-based, a Kubernetes Indexed Job) of $SLOGATE_SHARDS")
+	fs.Var(startAtFlag{&p.startAt}, "start-at", "anchor the schedule to a wall-clock `time` every shard shares (RFC 3339, or @UNIX seconds)")
+	fs.DurationVar(&p.maxStartLate, "max-start-late", 0, "how late after --start-at a shard may open its window before the gate refuses it (default 100ms)")
 	if code, ok := a.parse(fs, args); !ok {
 		return code
 	}
@@ -45,8 +50,11 @@ func (a *app) cmdRun(ctx context.Context, args []string) int {
 }
 
 type runParams struct {
-	quiet  bool   // no summary table (the caller prints its own)
-	shard  string // "i/n": this machine sends shard i of n of the schedule
+	quiet        bool   // no summary table (the caller prints its own)
+	shard        string // "i/n": this machine sends shard i of n of the schedule
+	shardFromEnv bool
+	startAt      time.Time
+	maxStartLate time.Duration
 	config string
 	names  stringList
 	target string
@@ -99,6 +107,16 @@ func (a *app) runWorkloads(ctx context.Context, f *workload.File, p runParams) (
 	if err != nil {
 		return nil, a.measureError(err)
 	}
+	if p.shardFromEnv {
+		if p.shard != "" {
+			a.errorf("give --shard or --shard-from-env, not both")
+			return nil, ExitBadInput
+		}
+		if p.shard, err = shardFromEnv(a.getenv); err != nil {
+			a.errorf("%v", err)
+			return nil, ExitBadInput
+		}
+	}
 	shardI, shardN, err := measure.ParseShard(p.shard, selected)
 	if err != nil {
 		return nil, a.measureError(err)
@@ -122,7 +140,7 @@ func (a *app) runWorkloads(ctx context.Context, f *workload.File, p runParams) (
 	for _, w := range selected {
 		repeats := max(w.Repeats, 1)
 		for trial := 1; trial <= repeats; trial++ {
-			rec := r.Run(ctx, f, w, t, measure.Trial{N: trial, Of: repeats, ShardI: shardI, ShardN: shardN})
+			rec := r.Run(ctx, f, w, t, measure.Trial{N: trial, Of: repeats, ShardI: shardI, ShardN: shardN, StartAt: p.startAt, MaxStartLate: p.maxStartLate})
 			if launched != nil {
 				if rec.Warmup == nil {
 					rec.Warmup = &result.WarmupSummary{}
@@ -188,4 +206,56 @@ func (a *app) progressLine(name string) func(loadgen.Progress) {
 		}
 		fmt.Fprintf(a.stderr, "\r\033[K[%s] %d/%s done, %d errors, %d in flight, %s", name, p.Done, total, p.Errors, p.InFlight, p.Elapsed.Round(100*time.Millisecond))
 	}
+}
+
+// shardFromEnv is the shard of a Kubernetes Indexed Job's pod: JOB_COMPLETION_INDEX
+// (0-based, set by Kubernetes) of SLOGATE_SHARDS (the Job's completions, set in the
+// manifest), as "i/n" with i from 1.
+func shardFromEnv(getenv func(string) string) (string, error) {
+	idx, n := getenv("JOB_COMPLETION_INDEX"), getenv("SLOGATE_SHARDS")
+	if idx == "" || n == "" {
+		return "", fmt.Errorf("--shard-from-env: JOB_COMPLETION_INDEX (%q) and SLOGATE_SHARDS (%q) must both be set: the Indexed Job sets the first, the manifest the second (its completions)", idx, n)
+	}
+	i, err1 := strconv.Atoi(idx)
+	c, err2 := strconv.Atoi(n)
+	if err1 != nil || err2 != nil || i < 0 || c < 1 || i >= c {
+		return "", fmt.Errorf("--shard-from-env: JOB_COMPLETION_INDEX %q of SLOGATE_SHARDS %q: expected an index from 0 to SLOGATE_SHARDS-1", idx, n)
+	}
+	return fmt.Sprintf("%d/%d", i+1, c), nil
+}
+
+// startAtFlag is a wall-clock time: RFC 3339 (2026-12-01T20:00:00Z) or @UNIX seconds
+// (@1796155200, what `date +@%s` prints).
+type startAtFlag struct{ t *time.Time }
+
+func (f startAtFlag) String() string {
+	if f.t == nil || f.t.IsZero() {
+		return ""
+	}
+	return f.t.Format(time.RFC3339Nano)
+}
+
+func (f startAtFlag) Set(s string) error {
+	t, err := parseStartAt(s)
+	if err != nil {
+		return err
+	}
+	*f.t = t
+	return nil
+}
+
+func parseStartAt(s string) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if u, ok := strings.CutPrefix(s, "@"); ok {
+		sec, err := strconv.ParseFloat(u, 64)
+		if err != nil || sec < 0 || sec > 1e11 {
+			return time.Time{}, fmt.Errorf("%q: expected @UNIX seconds (e.g. @1796155200) or an RFC 3339 time (e.g. 2026-12-01T20:00:00Z)", s)
+		}
+		return time.Unix(0, int64(sec*1e9)).UTC(), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q: expected an RFC 3339 time (e.g. 2026-12-01T20:00:00Z) or @UNIX seconds", s)
+	}
+	return t, nil
 }

@@ -136,6 +136,15 @@ func Unfit(rec *result.Record) string {
 		}
 		return fmt.Sprintf("the load generator was saturated (dispatch lag p99 %.3f ms > %s): the run measured the client, not the engine; rerun on a less loaded machine or shard the run",
 			rec.Summary.DispatchLagms.P99, bound)
+	case rec.Sync != nil && rec.Sync.MaxLateMS > 0 && rec.Sync.LateMS > rec.Sync.MaxLateMS:
+		who := "the run"
+		if rec.Sync.WorstShard != "" {
+			who = "shard " + rec.Sync.WorstShard
+		} else if rec.Shard != "" {
+			who = "shard " + rec.Shard
+		}
+		return fmt.Sprintf("%s opened its window %.0f ms after the common start time %s (bound %g ms): the shards did not send one arrival process; start them earlier before --start-at",
+			who, rec.Sync.LateMS, rec.Sync.StartAt.Format(time.RFC3339), rec.Sync.MaxLateMS)
 	case len(rec.Requests) == 0:
 		return "the run has no measured requests"
 	}

@@ -73,6 +73,13 @@ type Config struct {
 	// reason (an engine answering 500 at once lets a closed loop send thousands a
 	// second, measuring nothing and growing the record without bound). 0 never stops.
 	StopAfterFailures int
+	// StartAt, when set, anchors the open-loop schedule to a wall-clock time: arrival
+	// offsets count from it, not from the end of the warm-up. Shards of one run on several
+	// machines given the same StartAt send one arrival process. The window waits for it
+	// after the warm-up; a warm-up that ends after it makes the start late (recorded in
+	// Outcome.Start), and the requests already due then go out at once, their lag
+	// counted against latency as always.
+	StartAt time.Time
 	// Observe, when set, is started when the measured window opens; its context is
 	// canceled when the window closes and Run waits for it to return.
 	Observe func(ctx context.Context)
@@ -110,6 +117,11 @@ type Outcome struct {
 	// Notes are facts about the run the record must carry (result.RequestNotes of the
 	// measured requests, how connections were set up).
 	Notes []string
+	// Start is how the window opened against Config.StartAt; nil without one.
+	Start *result.StartSync
+	// ScheduleZeroUS is the time the schedule's offsets count from (µs from Epoch): the
+	// arrival at offset a was due at ScheduleZeroUS + a.
+	ScheduleZeroUS int64
 }
 
 // Defaults.
@@ -158,6 +170,27 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	}
 
 	windowStart := r.now()
+	if !cfg.StartAt.IsZero() && !cfg.Closed {
+		// Wall-clock arithmetic on purpose: StartAt carries no monotonic reading, and the
+		// machines agree (within NTP) on wall time only.
+		due := cfg.StartAt.Sub(cfg.Epoch)
+		if wait := due - r.now(); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-r.ctx.Done():
+				t.Stop()
+			}
+		}
+		opened := r.now()
+		out.Start = &result.StartSync{
+			StartAt:  cfg.StartAt.UTC(),
+			OpenedAt: cfg.Epoch.Add(opened).Round(0).UTC(),
+			LateMS:   max(0, float64(opened-due)) / float64(time.Millisecond),
+		}
+		windowStart = due
+	}
+	out.ScheduleZeroUS = windowStart.Microseconds()
 	total := len(arrivals)
 	if cfg.Closed {
 		total = cfg.Requests

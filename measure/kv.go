@@ -14,18 +14,9 @@ import (
 // one, else derived from GPU memory and KV bytes per token; per-request tokens are the p95
 // of prompt + output tokens of this run's completed requests, in whole blocks.
 func KVConcurrency(rec *result.Record, f *workload.File, t *Target) {
-	var sizes []float64
-	for _, r := range rec.Requests {
-		if r.OK() {
-			sizes = append(sizes, float64(r.PromptTokens+r.OutputTokens))
-		}
-	}
-	if len(sizes) == 0 {
+	if p95RequestTokens(rec) == 0 {
 		return
 	}
-	sort.Float64s(sizes)
-	p95 := sizes[min(max(int(math.Ceil(0.95*float64(len(sizes))))-1, 0), len(sizes)-1)]
-
 	capTok, block, source := t.ID.KVCapacityTokens, t.ID.KVBlockSize, t.ID.KVSource
 	if capTok == 0 {
 		var err error
@@ -36,17 +27,48 @@ func KVConcurrency(rec *result.Record, f *workload.File, t *Target) {
 		}
 		block = f.Model.BlockSize
 	}
+	rec.Summary.KVConcurrency = kvFromRequests(rec, capTok, block, t.ID.Slots, source)
+}
+
+// slotsCap is the suffix of a KV source whose value the engine's fixed slots capped.
+const slotsCap = "; capped at the engine's "
+
+// kvFromRequests is KV-limited concurrency for rec's completed requests against a
+// capacity of capTok tokens in blocks of block tokens, capped at slots (0: none); nil
+// when no request completed.
+func kvFromRequests(rec *result.Record, capTok int64, block, slots int, source string) *result.KVConcurrency {
+	p95 := p95RequestTokens(rec)
+	if p95 == 0 {
+		return nil
+	}
 	if block <= 0 {
 		block = 16
 	}
 	k := capacity.KVLimitedConcurrency(capTok, p95, block, source)
-	if s := t.ID.Slots; s > 0 && k.Value > s {
+	k.BlockSize, k.Slots = block, slots
+	if slots > 0 && k.Value > slots {
 		// Fixed slots: each sequence owns capacity/slots tokens, and no more than slots
 		// run at once however small the requests are.
-		k.Value = s
-		k.Source += fmt.Sprintf("; capped at the engine's %d slots", s)
+		k.Value = slots
+		k.Source += fmt.Sprintf("%s%d slots", slotsCap, slots)
 	}
-	rec.Summary.KVConcurrency = &k
+	return &k
+}
+
+// p95RequestTokens is the p95 of prompt + output tokens over rec's completed requests
+// (nearest rank); 0 when none completed.
+func p95RequestTokens(rec *result.Record) float64 {
+	var sizes []float64
+	for _, r := range rec.Requests {
+		if r.OK() {
+			sizes = append(sizes, float64(r.PromptTokens+r.OutputTokens))
+		}
+	}
+	if len(sizes) == 0 {
+		return 0
+	}
+	sort.Float64s(sizes)
+	return sizes[min(max(int(math.Ceil(0.95*float64(len(sizes))))-1, 0), len(sizes)-1)]
 }
 
 // derivedKVCapacity is (GPU memory × utilization − weights) / KV bytes per token.
@@ -106,7 +128,7 @@ func LittleLaw(rec *result.Record) *result.LittleLaw {
 	span := float64(last - first)
 	l := capacity.CheckLittleLaw(float64(n-1)/(span/1e6), sumW/float64(n)/1e6, area/span)
 	if l.Flagged {
-		rec.Notes = append(rec.Notes, fmt.Sprintf("Little's law: %.1f requests in flight measured, %.1f predicted (%.0f%% off): the run did not reach a steady state, or requests went unaccounted", l.MeasuredInFlight, l.PredictedInFlight, 100*l.Deviation))
+		rec.Notes = append(rec.Notes, fmt.Sprintf(result.NoteLittleLaw+"%.1f requests in flight measured, %.1f predicted (%.0f%% off): the run did not reach a steady state, or requests went unaccounted", l.MeasuredInFlight, l.PredictedInFlight, 100*l.Deviation))
 	}
 	return &l
 }

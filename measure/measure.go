@@ -293,7 +293,21 @@ func IgnoreEOS(w *workload.Workload, engineName string) bool {
 type Trial struct {
 	N, Of          int // trial N of Of (Of ≤ 1: a single run)
 	ShardI, ShardN int // shard i of n (n = 0: the whole schedule)
+	// StartAt anchors the schedule to a wall-clock time that every shard shares (zero:
+	// start when the warm-up ends); MaxStartLate bounds how late the window may open
+	// (0: DefaultMaxStartLate).
+	StartAt      time.Time
+	MaxStartLate time.Duration
 }
+
+// DefaultMaxStartLate is the least bound on how late a shard may open its window after
+// the common start time: well above a timer's wake-up on a busy machine, well below a
+// runner that came up late.
+const DefaultMaxStartLate = 100 * time.Millisecond
+
+// ScrapingShard is the shard that scrapes the engine's metrics in a sharded run: one
+// engine scraped by n shards would be counted n times when merged.
+const ScrapingShard = 1
 
 // Run runs one trial of one workload and returns its record, complete or not: a failure
 // during the run marks the record incomplete and keeps what was measured.
@@ -384,6 +398,7 @@ func (r *Runner) Run(ctx context.Context, f *workload.File, w *workload.Workload
 		Users:     w.Arrival.Users,
 		Requests:  w.Requests,
 		Duration:  w.Duration,
+		StartAt:   tr.StartAt,
 		// An engine that refuses 20 requests in a row has gone away: stop, keep what
 		// was measured, and say so, rather than send the rest of the schedule to a
 		// closed port.
@@ -398,7 +413,9 @@ func (r *Runner) Run(ctx context.Context, f *workload.File, w *workload.Workload
 		cfg.Progress = r.Progress(w.Name)
 	}
 	var sampler *loadgen.EngineSampler
-	if !t.ID.Metrics.Empty() && !f.Target.Metrics.Disabled {
+	if tr.ShardN > 0 && tr.ShardI != ScrapingShard && !t.ID.Metrics.Empty() && !f.Target.Metrics.Disabled {
+		rec.Notes = append(rec.Notes, fmt.Sprintf("the engine's metrics are scraped by shard %d/%d only", ScrapingShard, tr.ShardN))
+	} else if !t.ID.Metrics.Empty() && !f.Target.Metrics.Disabled {
 		url := f.Target.Metrics.URL
 		if url == "" {
 			url = strings.TrimSuffix(strings.TrimSuffix(strings.TrimRight(t.URL, "/"), "/v1"), "/") + t.ID.Metrics.Path
@@ -414,6 +431,14 @@ func (r *Runner) Run(ctx context.Context, f *workload.File, w *workload.Workload
 	if err != nil {
 		rec.Incomplete, rec.IncompleteReason = true, err.Error()
 		return rec
+	}
+	if out.Start != nil {
+		rec.Sync = out.Start
+		bound := tr.MaxStartLate
+		if bound <= 0 {
+			bound = DefaultMaxStartLate
+		}
+		rec.Sync.MaxLateMS = ms(bound)
 	}
 	var shiftUS int64
 	if shard != nil {
@@ -431,6 +456,25 @@ func (r *Runner) Run(ctx context.Context, f *workload.File, w *workload.Workload
 	KVConcurrency(rec, f, t)
 	rec.Summary.LittleLaw = LittleLaw(rec)
 	return rec
+}
+
+// Merge merges the shard records of one sharded run into the record of the whole run
+// (result.Merge) and recomputes what needs more than the requests: KV-limited
+// concurrency over all of them, with the capacity the shards found, and Little's law.
+func Merge(recs ...*result.Record) (*result.Record, error) {
+	m, err := result.Merge(recs...)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range recs {
+		if k := r.Summary.KVConcurrency; k != nil {
+			source, _, _ := strings.Cut(k.Source, slotsCap)
+			m.Summary.KVConcurrency = kvFromRequests(m, k.CapacityTokens, k.BlockSize, k.Slots, source)
+			break
+		}
+	}
+	m.Summary.LittleLaw = LittleLaw(m)
+	return m, nil
 }
 
 // FillRecord judges every request and summarizes the outcome into rec.
@@ -465,7 +509,7 @@ func FillRecord(rec *result.Record, w *workload.Workload, out *loadgen.Outcome, 
 		}
 	}
 	if noUsage > 0 {
-		rec.Notes = append(rec.Notes, fmt.Sprintf("the server reported no usage for %d requests: their output tokens are chunk counts", noUsage))
+		rec.Notes = append(rec.Notes, result.NoUsageNote(noUsage))
 	}
 	if n := rec.Summary.Errors[engine.ErrConnect]; n > 0 && n == rec.Summary.Requests {
 		rec.Incomplete, rec.IncompleteReason = true, "engine unreachable: every request failed to connect"
@@ -478,7 +522,7 @@ func FillRecord(rec *result.Record, w *workload.Workload, out *loadgen.Outcome, 
 		rec.Incomplete, rec.IncompleteReason = true, fmt.Sprintf("engine failed every request: %d of %d failed (%s)", n, n, errorCounts(rec.Summary.Errors))
 	}
 	if rec.Summary.ClientSaturated {
-		rec.Notes = append(rec.Notes, "client-saturated: the load generator could not keep the schedule; the gate refuses this run")
+		rec.Notes = append(rec.Notes, result.NoteClientSaturated)
 	}
 }
 

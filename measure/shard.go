@@ -48,7 +48,7 @@ func (s *ShardSource) ToSchedule(out *loadgen.Outcome) int64 {
 	if len(out.Measured) == 0 || len(s.arrivals) == 0 {
 		return 0
 	}
-	start := out.Window.StartUS - s.arrivals[0].Microseconds()
+	start := out.ScheduleZeroUS
 	shift := func(v *int64) {
 		if *v != 0 {
 			*v -= start

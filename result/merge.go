@@ -42,10 +42,6 @@ func Merge(recs ...*Record) (*Record, error) {
 	if len(recs) == 0 {
 		return nil, errors.New("merge: no shard records")
 	}
-	type shard struct {
-		i   int
-		rec *Record
-	}
 	shards := make([]shard, 0, len(recs))
 	n := 0
 	for k, r := range recs {
@@ -107,6 +103,10 @@ func Merge(recs ...*Record) (*Record, error) {
 			return nil, differ("SLO", fmt.Sprint(r.SLO, r.SLOAttainmentTarget), fmt.Sprint(base.SLO, base.SLOAttainmentTarget))
 		case r.MaxDispatchLagMS != base.MaxDispatchLagMS:
 			return nil, differ("max dispatch lag", fmt.Sprint(r.MaxDispatchLagMS, " ms"), fmt.Sprint(base.MaxDispatchLagMS, " ms"))
+		case (r.Sync == nil) != (base.Sync == nil):
+			return nil, differ("start time", startAtText(r.Sync), startAtText(base.Sync))
+		case r.Sync != nil && !r.Sync.StartAt.Equal(base.Sync.StartAt):
+			return nil, differ("start time", startAtText(r.Sync), startAtText(base.Sync))
 		}
 	}
 
@@ -137,13 +137,21 @@ func Merge(recs ...*Record) (*Record, error) {
 			reasons = append(reasons, fmt.Sprintf("shard %s: %s", r.Shard, r.IncompleteReason))
 		}
 		for _, note := range r.Notes {
+			if derivedNote(note) {
+				continue // recomputed below over the merged requests
+			}
+			if !inEvery(shards, note) {
+				note = "shard " + r.Shard + ": " + note
+			}
 			if !slices.Contains(m.Notes, note) {
 				m.Notes = append(m.Notes, note)
 			}
 		}
-		if m.Series.Engine == nil {
-			m.Series.Engine = r.Series.Engine
-		}
+		m.Shards = append(m.Shards, ShardInfo{
+			Shard: r.Shard, Start: r.Start, Requests: len(r.Requests), Hardware: r.Hardware,
+			ToolVersion: r.ToolVersion, Sync: r.Sync, Scraped: scrapedEngine(r),
+			Environment: maps.Clone(r.Environment), Incomplete: r.IncompleteReason,
+		})
 		for _, key := range slices.Sorted(maps.Keys(r.Environment)) {
 			if v, ok := base.Environment[key]; !ok || v != r.Environment[key] {
 				m.Notes = append(m.Notes, fmt.Sprintf("shard %s ran with %s = %q (shard %s: %q); the merged record keeps the latter", r.Shard, key, r.Environment[key], base.Shard, v))
@@ -157,7 +165,28 @@ func Merge(recs ...*Record) (*Record, error) {
 			return nil, fmt.Errorf("merge: request %d appears in more than one shard: the shards did not split one schedule", m.Requests[k].I)
 		}
 	}
-	m.Notes = append(m.Notes, fmt.Sprintf("merged from %d shards; the warm-up summary is shard %s's", n, base.Shard))
+	// The engine's gauges come from the one shard that scraped them (measure has shard 1
+	// scrape): summing n scrapes of one engine would count it n times.
+	var scraper *Record
+	for _, s := range shards {
+		if scrapedEngine(s.rec) {
+			if scraper == nil {
+				scraper = s.rec
+			} else {
+				m.Notes = append(m.Notes, fmt.Sprintf("shards %s and %s both scraped the engine's metrics; the merged record keeps %s's", scraper.Shard, s.rec.Shard, scraper.Shard))
+			}
+		}
+	}
+	how := fmt.Sprintf("merged from %d shards; the warm-up summary is shard %s's", n, base.Shard)
+	if scraper != nil {
+		m.Series.Engine = scraper.Series.Engine
+		how += fmt.Sprintf(", the engine's metrics shard %s's", scraper.Shard)
+	}
+	m.Notes = append(m.Notes, how)
+	m.Series.InFlight = sumSeries(shards2recs(shards))
+	if base.Sync != nil {
+		m.Sync = mergeSync(shards2recs(shards))
+	}
 
 	var scratch []int64
 	for k := range m.Requests {
@@ -170,7 +199,134 @@ func Merge(recs ...*Record) (*Record, error) {
 		MaxDispatchLag:   time.Duration(m.MaxDispatchLagMS * float64(time.Millisecond)),
 		OpenLoop:         m.Mode != "closed",
 	})
+	if scraper != nil {
+		copyEngineSummary(&m.Summary, &scraper.Summary)
+	}
+	if m.Summary.ClientSaturated {
+		m.Notes = append(m.Notes, NoteClientSaturated)
+	}
+	noUsage := 0
+	for _, r := range m.Requests {
+		if r.Error == "" && r.NoUsage {
+			noUsage++
+		}
+	}
+	if noUsage > 0 {
+		m.Notes = append(m.Notes, NoUsageNote(noUsage))
+	}
 	return &m, nil
+}
+
+// Notes a record's requests imply: a merge recomputes them over all the shards'
+// requests rather than keep each shard's (one shard's Little's law contradicts the
+// merged numbers).
+const (
+	NoteLittleLaw       = "Little's law: "
+	NoteClientSaturated = "client-saturated: the load generator could not keep the schedule; the gate refuses this run"
+	noteNoUsage         = "the server reported no usage for "
+)
+
+// NoUsageNote says that n successful requests came without usage.
+func NoUsageNote(n int) string {
+	return fmt.Sprintf("%s%d requests: their output tokens are chunk counts", noteNoUsage, n)
+}
+
+func derivedNote(n string) bool {
+	return strings.HasPrefix(n, NoteLittleLaw) || n == NoteClientSaturated || strings.HasPrefix(n, noteNoUsage)
+}
+
+func inEvery(shards []shard, note string) bool {
+	for _, s := range shards2recs(shards) {
+		if !slices.Contains(s.Notes, note) {
+			return false
+		}
+	}
+	return true
+}
+
+// shards2recs returns the records of Merge's sorted shards.
+func shards2recs(shards []shard) []*Record {
+	out := make([]*Record, 0, len(shards))
+	for _, s := range shards {
+		out = append(out, s.rec)
+	}
+	return out
+}
+
+// scrapedEngine reports whether r holds the engine's scraped metrics.
+func scrapedEngine(r *Record) bool {
+	s := r.Summary
+	return len(r.Series.Engine) > 0 || s.QueueDepth != nil || s.KVUsage != nil || s.Running != nil || s.Preemptions != nil || s.PrefixCacheHitRate != nil
+}
+
+// copyEngineSummary copies the summary figures that come from the engine's metrics
+// (not from the requests) from src to dst.
+func copyEngineSummary(dst, src *Summary) {
+	dst.QueueDepth, dst.KVUsage, dst.Running = src.QueueDepth, src.KVUsage, src.Running
+	dst.Preemptions, dst.PrefixCacheHitRate = src.Preemptions, src.PrefixCacheHitRate
+}
+
+// sumSeries adds the shards' client in-flight series: each is a step function (its
+// last sample holds until the next), and the sum is taken at every sample time of any
+// shard. Times are already offsets from the common schedule.
+func sumSeries(recs []*Record) []Sample {
+	var times []int64
+	for _, r := range recs {
+		for _, s := range r.Series.InFlight {
+			times = append(times, s.TUS)
+		}
+	}
+	if len(times) == 0 {
+		return nil
+	}
+	slices.Sort(times)
+	times = slices.Compact(times)
+	out := make([]Sample, len(times))
+	next := make([]int, len(recs)) // per shard: index of its first sample after t
+	for k, t := range times {
+		out[k].TUS = t
+		for j, r := range recs {
+			ss := r.Series.InFlight
+			for next[j] < len(ss) && ss[next[j]].TUS <= t {
+				next[j]++
+			}
+			if next[j] > 0 {
+				out[k].V += ss[next[j]-1].V
+			}
+		}
+	}
+	return out
+}
+
+// mergeSync is the start of a synchronized merged run: the common start time, the
+// earliest opening and the latest shard's lateness (the start skew the gate judges).
+func mergeSync(recs []*Record) *StartSync {
+	m := *recs[0].Sync
+	for _, r := range recs[1:] {
+		if r.Sync.OpenedAt.Before(m.OpenedAt) {
+			m.OpenedAt = r.Sync.OpenedAt
+		}
+		m.MaxLateMS = max(m.MaxLateMS, r.Sync.MaxLateMS)
+	}
+	m.LateMS = -1
+	for _, r := range recs {
+		if r.Sync.LateMS > m.LateMS {
+			m.LateMS, m.WorstShard = r.Sync.LateMS, r.Shard
+		}
+	}
+	return &m
+}
+
+func startAtText(s *StartSync) string {
+	if s == nil {
+		return "none (no --start-at)"
+	}
+	return s.StartAt.Format(time.RFC3339Nano)
+}
+
+type shard struct {
+	i   int
+	rec *Record
 }
 
 // unionWindow is the smallest window covering both; an empty window covers nothing.

@@ -1,6 +1,7 @@
 package result
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -159,5 +160,19 @@ func TestMergeMetadata(t *testing.T) {
 	// The shards themselves are untouched.
 	if s[0].Shard != "1/2" || len(s[0].Requests) != 3 {
 		t.Errorf("Merge modified its input: %q, %d requests", s[0].Shard, len(s[0].Requests))
+	}
+}
+
+func TestSumSeriesIsAStepFunctionSum(t *testing.T) {
+	a := &Record{Series: Series{InFlight: []Sample{{0, 1}, {100, 3}, {200, 0}}}}
+	b := &Record{Series: Series{InFlight: []Sample{{50, 2}, {200, 5}}}}
+	got := sumSeries([]*Record{a, b})
+	// At 0 only a has begun (1); at 50 b adds 2; at 100 a rises to 3; at 200 a is 0, b 5.
+	want := []Sample{{0, 1}, {50, 3}, {100, 5}, {200, 5}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("sum %v, want %v", got, want)
+	}
+	if sumSeries([]*Record{{}, {}}) != nil {
+		t.Error("no samples should sum to none")
 	}
 }

@@ -28,6 +28,11 @@ type Record struct {
 	// cold run finds nothing of an earlier run in the engine's prefix cache; it is kept
 	// out of the workload hash, so reruns stay comparable.
 	RunID string `json:"run_id,omitempty"`
+	// Start is how a run anchored to a common start time (--start-at) opened its window;
+	// in a merged record, the worst shard's lateness.
+	Sync *StartSync `json:"start_sync,omitempty"`
+	// Shards are the shards a merged record was made from, each with its environment.
+	Shards []ShardInfo `json:"shards,omitempty"`
 	// Incomplete is set when the run was interrupted or the engine failed; what was
 	// measured up to then is kept.
 	Incomplete       bool   `json:"incomplete,omitempty"`
@@ -70,6 +75,32 @@ type Record struct {
 	// Notes are facts a reader must know (no usage from the server, closed loop hides
 	// queueing, no server metrics, ...).
 	Notes []string `json:"notes,omitempty"`
+}
+
+// StartSync is how a run's window opened against the start time the shards of a run
+// agreed on. Lateness is measured against this machine's wall clock: clocks that
+// disagree between machines (no NTP) are not seen here.
+type StartSync struct {
+	StartAt  time.Time `json:"start_at"`
+	OpenedAt time.Time `json:"opened_at"` // this machine's wall clock when the window opened
+	LateMS   float64   `json:"late_ms"`   // how late the window opened; worst shard when merged
+	// MaxLateMS is the bound the gate holds LateMS to (0: none).
+	MaxLateMS float64 `json:"max_late_ms,omitempty"`
+	// WorstShard names the latest shard of a merged record.
+	WorstShard string `json:"worst_shard,omitempty"`
+}
+
+// ShardInfo is one shard of a merged record.
+type ShardInfo struct {
+	Shard       string            `json:"shard"`
+	Start       time.Time         `json:"start"`
+	Requests    int               `json:"requests"`
+	Hardware    string            `json:"hardware,omitempty"`
+	ToolVersion string            `json:"tool_version,omitempty"`
+	Sync        *StartSync        `json:"start_sync,omitempty"`
+	Scraped     bool              `json:"scraped_engine,omitempty"` // this shard scraped the engine's metrics
+	Environment map[string]string `json:"environment,omitempty"`
+	Incomplete  string            `json:"incomplete,omitempty"`
 }
 
 // Window is the measured window, in microseconds from the record's epoch.
@@ -207,6 +238,11 @@ type KVConcurrency struct {
 	CapacityTokens   int64  `json:"capacity_tokens"`
 	PerRequestTokens int    `json:"per_request_tokens"`
 	Source           string `json:"source"`
+	// BlockSize is the KV block the per-request tokens were rounded to, and Slots the
+	// engine's fixed sequence slots that cap the value (0: none); kept so that a merge of
+	// shards can recompute the figure over all their requests.
+	BlockSize int `json:"block_size,omitempty"`
+	Slots     int `json:"slots,omitempty"`
 }
 
 // LittleLaw compares the measured mean number of requests in flight with the one Little's
