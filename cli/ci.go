@@ -95,12 +95,23 @@ func (a *app) cmdCI(ctx context.Context, args []string) int {
 		return c.modeBaseline(ctx)
 	case "audit":
 		return c.modeAudit(ctx)
+	case "merge":
+		return c.modeMerge(ctx)
 	}
 	return c.modeGate(ctx)
 }
 
 func (c *ci) run(ctx context.Context) ([]*result.Record, int) {
-	recs, code := c.runWorkloads(ctx, c.f, runParams{config: c.f.Path, target: c.in.Target, outDir: c.outDir})
+	p := runParams{config: c.f.Path, target: c.in.Target, outDir: c.outDir, shard: c.in.Shard}
+	if c.in.StartAt != "" {
+		t, err := parseStartAt(c.in.StartAt)
+		if err != nil {
+			c.errorf("input start-at: %v", err)
+			return nil, ExitBadInput
+		}
+		p.startAt = t
+	}
+	recs, code := c.runWorkloads(ctx, c.f, p)
 	if len(recs) > 0 {
 		c.headline(recs[0])
 	}
@@ -134,6 +145,23 @@ func (c *ci) modeRun(ctx context.Context) int {
 
 func (c *ci) modeGate(ctx context.Context) int {
 	recs, code := c.run(ctx)
+	return c.gateRecords(ctx, recs, code)
+}
+
+// modeMerge merges the shard records the shard jobs uploaded (input shards) into one
+// record per workload, writes them to the results directory, and gates them as mode
+// gate gates a run: one verdict and one sticky comment for the whole sharded run.
+func (c *ci) modeMerge(ctx context.Context) int {
+	recs, code := c.mergeShards()
+	if len(recs) > 0 {
+		c.headline(recs[0])
+	}
+	return c.gateRecords(ctx, recs, code)
+}
+
+// gateRecords gates the records of a run (code is the run's exit code), writes every
+// report and publishes them.
+func (c *ci) gateRecords(ctx context.Context, recs []*result.Record, code int) int {
 	if len(recs) == 0 {
 		c.out.Verdict = "error"
 		c.summary("## 💥 slogate: error\n\nThe workload could not be run; see the job log.\n")

@@ -55,10 +55,10 @@ type runParams struct {
 	shardFromEnv bool
 	startAt      time.Time
 	maxStartLate time.Duration
-	config string
-	names  stringList
-	target string
-	outDir string
+	config       string
+	names        stringList
+	target       string
+	outDir       string
 }
 
 // loadConfig loads and validates a workload file, printing every error on failure.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -261,5 +262,113 @@ func TestShardFromEnv(t *testing.T) {
 		if _, err := parseStartAt(s); err == nil {
 			t.Errorf("%s accepted", s)
 		}
+	}
+}
+
+// ciStep runs `slogate ci` as one step of a workflow job with env as its environment
+// and returns its exit code, its log and its step outputs.
+func ciStep(t *testing.T, env map[string]string) (int, string, map[string]string) {
+	t.Helper()
+	outFile := filepath.Join(t.TempDir(), "outputs")
+	env["GITHUB_OUTPUT"], env["GITHUB_STEP_SUMMARY"] = outFile, filepath.Join(t.TempDir(), "summary")
+	a, out, errb := testApp(t)
+	a.getenv = func(k string) string { return env[k] }
+	code := a.run(context.Background(), []string{"ci"})
+	outputs := map[string]string{}
+	data, _ := os.ReadFile(outFile)
+	lines := strings.Split(string(data), "\n")
+	for i := 0; i+1 < len(lines); i++ {
+		if k, _, ok := strings.Cut(lines[i], "<<"); ok {
+			outputs[k] = lines[i+1]
+		}
+	}
+	return code, out.String() + errb.String(), outputs
+}
+
+// The Actions flow of docs/scale-out.md, each job in its own directory as on its own
+// runner: a baseline, three matrix jobs in mode run with their shard and the common
+// start time, then the fan-in job in mode merge over their downloaded records, which
+// gates the merged run and posts one comment.
+func TestCIShardMatrixFanIn(t *testing.T) {
+	url := startSim(t, sim.Options{Seed: 1})
+	cfg := scaleConfig + "gate:\n  baselines: baselines\n  drift: {tool.version: ignore}\n"
+	gh := newFakeGitHub(t)
+	job := func() string {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "slogate.yaml"), []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, "pr.json"), []byte(`{"pull_request":{"number":7,"head":{"repo":{"full_name":"acme/serving","fork":false}},"base":{"repo":{"full_name":"acme/serving"}}}}`), 0o644)
+		return dir
+	}
+	env := func(dir, mode string, extra ...string) map[string]string {
+		e := map[string]string{
+			"INPUT_CONFIG": "slogate.yaml", "INPUT_MODE": mode, "INPUT_TARGET": url, "INPUT_GITHUB-TOKEN": "tok-1",
+			"INPUT_WORKING-DIRECTORY": dir, "GITHUB_API_URL": gh.srv.URL, "GITHUB_REPOSITORY": "acme/serving",
+			"GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": filepath.Join(dir, "pr.json"),
+			"GITHUB_SERVER_URL": "https://github.com", "GITHUB_RUN_ID": "42", "GITHUB_SHA": "0123456789abcdef",
+		}
+		for i := 0; i+1 < len(extra); i += 2 {
+			e[extra[i]] = extra[i+1]
+		}
+		return e
+	}
+
+	// The baseline, as a release's unsharded run would make it.
+	fanIn := job()
+	if code, log, _ := ciStep(t, env(fanIn, "baseline", "GITHUB_EVENT_NAME", "push", "INPUT_GITHUB-TOKEN", "")); code != ExitOK {
+		t.Fatalf("baseline: exit %d\n%s", code, log)
+	}
+
+	startAt := time.Now().Add(4 * time.Second).UTC().Format(time.RFC3339Nano)
+	shardsDir := filepath.Join(fanIn, "shards")
+	var wg sync.WaitGroup
+	codes, logs := make([]int, 3), make([]string, 3)
+	for i := range 3 {
+		wg.Go(func() {
+			dir := job()
+			codes[i], logs[i], _ = ciStep(t, env(dir, "run", "INPUT_SHARD", fmt.Sprintf("%d/3", i+1), "INPUT_START-AT", startAt))
+			// actions/upload-artifact, then download-artifact into shards/shard-N.
+			if err := os.CopyFS(filepath.Join(shardsDir, fmt.Sprintf("shard-%d", i+1)), os.DirFS(filepath.Join(dir, "slogate-out"))); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	for i, c := range codes {
+		if c != ExitOK {
+			t.Fatalf("shard job %d: exit %d\n%s", i+1, c, logs[i])
+		}
+	}
+	gh.mu.Lock()
+	if len(gh.comments) != 0 {
+		t.Errorf("the shard jobs commented: %d comments", len(gh.comments))
+	}
+	gh.mu.Unlock()
+
+	code, log, outputs := ciStep(t, env(fanIn, "merge", "INPUT_SHARDS", "shards"))
+	if code != ExitOK {
+		t.Fatalf("merge: exit %d\n%s", code, log)
+	}
+	if v := outputs["verdict"]; v != "pass" && v != "improved" && v != "warn" {
+		t.Errorf("verdict %q\n%s", v, log)
+	}
+	m, err := result.Read(filepath.Join(fanIn, "slogate-out", "small.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Shards) != 3 || m.Sync == nil || len(m.Requests) != 90 {
+		t.Errorf("merged record: %d shards, sync %+v, %d requests", len(m.Shards), m.Sync, len(m.Requests))
+	}
+	gh.mu.Lock()
+	defer gh.mu.Unlock()
+	if len(gh.comments) != 1 || !strings.Contains(gh.comments[0].Body, "small") {
+		t.Errorf("comments after the fan-in: %d", len(gh.comments))
+	}
+
+	// mode merge without its input is bad input.
+	code, log, _ = ciStep(t, env(fanIn, "merge"))
+	if code != ExitBadInput || !strings.Contains(log, "input shards") {
+		t.Errorf("merge without shards: exit %d\n%s", code, log)
 	}
 }

@@ -20,18 +20,22 @@ import (
 // Inputs are the Action's inputs (action.yml), validated.
 type Inputs struct {
 	Config           string // path to slogate.yaml
-	Mode             string // gate | baseline | audit | run
+	Mode             string // gate | baseline | audit | run | merge
 	Target           string // the engine URL or target name the workload is sent to
 	Token            string // github-token; never printed
 	FailOn           string // fail | warn | never
 	WorkingDirectory string
 	Comment          bool // post the sticky pull-request comment
 	AllowForkPRs     bool // run the workload on a pull request from a fork
+	// Shard ("i/n") and StartAt (a wall-clock time) make the run one shard of a run
+	// split over several runners; Shards is the directory of shard records that mode
+	// merge merges and gates.
+	Shard, StartAt, Shards string
 }
 
 // Valid values of the enumerated inputs, in the order the errors list them.
 var (
-	Modes   = []string{"gate", "baseline", "audit", "run"}
+	Modes   = []string{"gate", "baseline", "audit", "run", "merge"}
 	FailOns = []string{"fail", "warn", "never"}
 	// The values the Actions toolkit's getBooleanInput accepts (YAML 1.2 core schema);
 	// "yes", "1" and the like are rejected there too, so a workflow that works with one
@@ -53,6 +57,9 @@ func ReadInputs(a *githubactions.Action) (Inputs, error) {
 		Token:            a.GetInput("github-token"),
 		FailOn:           a.GetInput("fail-on"),
 		WorkingDirectory: a.GetInput("working-directory"),
+		Shard:            a.GetInput("shard"),
+		StartAt:          a.GetInput("start-at"),
+		Shards:           a.GetInput("shards"),
 	}
 	if in.Config == "" {
 		in.Config = "slogate.yaml"
@@ -69,6 +76,9 @@ func ReadInputs(a *githubactions.Action) (Inputs, error) {
 	}
 	if err := oneOf("fail-on", in.FailOn, FailOns); err != nil {
 		errs = append(errs, err)
+	}
+	if in.Mode == "merge" && in.Shards == "" {
+		errs = append(errs, errors.New("input mode: merge needs the input shards: the directory the shard jobs' records were downloaded to"))
 	}
 	var err error
 	if in.Comment, err = boolInput(a, "comment", true); err != nil {
