@@ -209,7 +209,7 @@ func (c *ci) gateRecords(ctx context.Context, recs []*result.Record, code int) i
 		}
 		c.setOutputs()
 	}
-	return ciExitCode(res.Verdict, c.in.FailOn)
+	return ciResultExit(res, c.in.FailOn)
 }
 
 // baselineRecord is the baseline of rec's workload and hardware as a record of its
@@ -301,6 +301,14 @@ func ratioText(m gate.MetricResult) string {
 		s += fmt.Sprintf(", interval [%+.1f%%, %+.1f%%]", 100*(*m.Lo-1), 100*(*m.Hi-1))
 	}
 	return s
+}
+
+// ciResultExit is ciExitCode for a gate result: an allowed missing baseline passes.
+func ciResultExit(res *gate.Result, failOn string) int {
+	if res.Verdict == gate.NoBaseline && !res.Blocks() {
+		return ExitOK
+	}
+	return ciExitCode(res.Verdict, failOn)
 }
 
 // ciExitCode maps a verdict to the exit code under fail-on: "fail" is the gate's own

@@ -77,5 +77,5 @@ func (a *app) cmdDemo(ctx context.Context, args []string) int {
 	}
 	report.GateTable(a.stdout, res)
 	fmt.Fprintf(a.stdout, "The pull-request comment is in %s, the HTML report in %s.\n", filepath.Join(*out, "comment.md"), rp)
-	return ciExitCode(res.Verdict, "fail")
+	return ciResultExit(res, "fail")
 }

@@ -64,11 +64,21 @@ func (a *app) judge(f *workload.File, recs []*result.Record, sweeps []*result.Sw
 			return res, ExitFailure
 		}
 	}
-	return res, GateExitCode(res.Verdict)
+	return res, ResultExitCode(res)
+}
+
+// ResultExitCode is GateExitCode of the result's verdict, except that a result whose worst
+// verdict is no_baseline passes when the config allows missing baselines.
+func ResultExitCode(res *gate.Result) int {
+	if res.Verdict == gate.NoBaseline && !res.Blocks() {
+		return ExitOK
+	}
+	return GateExitCode(res.Verdict)
 }
 
 // GateExitCode maps a gate verdict to the exit code (DESIGN §5): incomparable is not a
-// pass, and a run the gate refuses to judge is a failure of the tool or the engine.
+// pass, nor is a missing baseline, and a run the gate refuses to judge is a failure of
+// the tool or the engine.
 func GateExitCode(v gate.Verdict) int {
 	switch v {
 	case gate.Pass, gate.Warn, gate.Improved:

@@ -233,10 +233,10 @@ func TestGateVerdictExits(t *testing.T) {
 	}{
 		// The workload was edited since the baseline: incomparable is not a pass.
 		{"workload changed", "", &gatetest.Spec{Hash: "sha256:old"}, gatetest.Spec{}, ExitGateFailed, "workload changed: baseline hash sha256:old"},
-		// No baseline yet: warn by default...
-		{"missing baseline warns", "", nil, gatetest.Spec{}, ExitOK, "no baseline at"},
-		// ...or fail where the repository asks for it.
-		{"missing baseline fails", "  missing_baseline: fail\n", nil, gatetest.Spec{}, ExitGateFailed, "gate.missing_baseline: fail"},
+		// No baseline yet: its own verdict, and a failing exit by default...
+		{"missing baseline fails", "", nil, gatetest.Spec{}, ExitGateFailed, "NO_BASELINE"},
+		// ...unless the repository allows it while it bootstraps.
+		{"missing baseline allowed", "  missing_baseline: allow\n", nil, gatetest.Spec{}, ExitOK, "gate.missing_baseline: allow lets this through"},
 		// The load generator fell behind: the gate refuses to judge (exit 3).
 		{"client-saturated", "", &gatetest.Spec{}, gatetest.Spec{ClientSaturated: true}, ExitFailure, "load generator was saturated"},
 		{"incomplete", "", &gatetest.Spec{}, gatetest.Spec{Incomplete: true}, ExitFailure, "incomplete (engine crashed)"},
@@ -383,5 +383,30 @@ func TestGateThroughMain(t *testing.T) {
 	os.WriteFile(filepath.Join(e.baselines, "chat", "h100-80gb-hbm3-x1.json"), []byte(`{"schema": "slogate.run/v1"}`), 0o644)
 	if code := Main([]string{"gate", "-c", e.config, "-r", e.results}, &out, &errb); code != ExitBadInput || !strings.Contains(errb.String(), "h100-80gb-hbm3-x1.json") {
 		t.Errorf("gate with a run record as baseline: exit %d: %s", code, errb.String())
+	}
+}
+
+// TestGateDemoConfigWrongBaselines: `slogate gate -c cli/demo.yaml -r DIR` looks for the
+// baseline under cli/baselines, where there is none. That used to pass with a warning (a
+// typo in gate.baselines turned CI green); it is the no_baseline verdict and exit 1.
+func TestGateDemoConfigWrongBaselines(t *testing.T) {
+	f, err := workload.Load("demo.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	rec := gatetest.Record(1, gatetest.Spec{Workload: "chat-demo", Hash: workload.Hash(f, &f.Workloads[0]), Hardware: "sim"})
+	if err := result.Write(filepath.Join(dir, "chat-demo.json"), rec); err != nil {
+		t.Fatal(err)
+	}
+	e := &gateEnv{t: t, now: time.Date(2025, 3, 2, 9, 30, 0, 0, time.UTC)}
+	code, out, errs := e.run("gate", "-c", "demo.yaml", "-r", dir)
+	if code != ExitGateFailed {
+		t.Errorf("exit %d, want %d:\n%s%s", code, ExitGateFailed, out, errs)
+	}
+	for _, want := range []string{"NO_BASELINE", "no baseline at " + filepath.Join("baselines", "chat-demo", "sim.json"), "slogate baseline update -c demo.yaml"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
 	}
 }

@@ -36,10 +36,17 @@ const (
 	Improved             = stats.Improved
 	Incomparable         = stats.Incomparable
 	Error        Verdict = "error"
+	// NoBaseline: there is no baseline file to compare the run with. It is never a pass:
+	// the exit code is non-zero unless gate.missing_baseline is allow (Result.
+	// AllowMissingBaseline), which a repository sets while it bootstraps its baselines.
+	NoBaseline Verdict = "no_baseline"
 )
 
-// severity orders verdicts: error > fail > incomparable > warn > improved > pass.
-// Incomparable ranks above warn because it is not a pass: nothing was shown either way.
+// severity orders verdicts: error > fail > incomparable > no_baseline > warn > improved
+// > pass. Incomparable and no_baseline rank above warn because they are not a pass:
+// nothing was shown either way. no_baseline ranks below incomparable so that a result
+// whose worst verdict is no_baseline has nothing else wrong: allowing missing baselines
+// then lets it through, and nothing more.
 func severity(v Verdict) int {
 	switch v {
 	case Pass:
@@ -48,14 +55,28 @@ func severity(v Verdict) int {
 		return 1
 	case Warn:
 		return 2
-	case Incomparable:
+	case NoBaseline:
 		return 3
-	case Fail:
+	case Incomparable:
 		return 4
-	case Error:
+	case Fail:
 		return 5
+	case Error:
+		return 6
 	}
-	return 3 // an unknown verdict is not a pass
+	return 4 // an unknown verdict is not a pass
+}
+
+// Blocks says whether the result fails the gate: any verdict but pass, improved and warn,
+// except no_baseline when the config allows missing baselines.
+func (r *Result) Blocks() bool {
+	switch r.Verdict {
+	case Pass, Improved, Warn:
+		return false
+	case NoBaseline:
+		return !r.AllowMissingBaseline
+	}
+	return true
 }
 
 // Worst is the most severe of vs; Pass when there are none.
@@ -82,6 +103,9 @@ type Result struct {
 	Confidence float64          `json:"confidence"`
 	Seed       int64            `json:"seed"`
 	Workloads  []WorkloadResult `json:"workloads"`
+	// AllowMissingBaseline is gate.missing_baseline: allow: a workload without a baseline
+	// does not fail the gate (bootstrapping). Its verdict is still no_baseline.
+	AllowMissingBaseline bool `json:"allow_missing_baseline,omitempty"`
 	// Warnings concern the input as a whole (records of workloads the config does not
 	// define, workloads without records).
 	Warnings []string `json:"warnings,omitempty"`
@@ -201,6 +225,7 @@ func Evaluate(in Input) (*Result, error) {
 	res := &Result{
 		Schema: ResultSchema, Config: cfg.Path, Baselines: in.Store.Dir,
 		Resamples: cmp.Or(g.Resamples, stats.DefaultResamples), Confidence: cmp.Or(g.Confidence, stats.DefaultConfidence), Seed: g.Seed,
+		AllowMissingBaseline: AllowsMissingBaseline(g),
 	}
 	rules := g.Rules
 	if len(rules) == 0 {
@@ -310,6 +335,22 @@ func Evaluate(in Input) (*Result, error) {
 	return res, nil
 }
 
+// AllowsMissingBaseline says whether the gate section lets a workload without a
+// baseline through (gate.missing_baseline: allow, or its older spelling warn).
+func AllowsMissingBaseline(g workload.GateConfig) bool {
+	return g.MissingBaseline == "allow" || g.MissingBaseline == "warn"
+}
+
+// NoBaselineReason says where the baseline was looked for and how to create it.
+func NoBaselineReason(path string, cfg *workload.File, hw string) string {
+	policy := "the gate fails until it exists; set gate.missing_baseline: allow while bootstrapping"
+	if AllowsMissingBaseline(cfg.Gate) {
+		policy = "gate.missing_baseline: allow lets this through while bootstrapping"
+	}
+	return fmt.Sprintf("no baseline at %s (is gate.baselines right?): create it from these run records with `slogate baseline update -c %s -r RESULTS_DIR` on %s hardware and commit it; %s",
+		path, cfg.Path, hw, policy)
+}
+
 // key is a workload on a hardware: what one baseline covers.
 type key struct{ workload, hardware string }
 
@@ -361,13 +402,8 @@ func judgeWorkload(cfg *workload.File, w *workload.Workload, hw string, recs []*
 	var verdicts []Verdict
 	switch {
 	case b == nil:
-		v := Warn
-		if cfg.Gate.MissingBaseline == "fail" {
-			v = Fail
-		}
-		verdicts = append(verdicts, v)
-		wr.Reason = fmt.Sprintf("no baseline at %s: create it from these run records with `slogate baseline update -c %s -r RESULTS_DIR` on %s hardware and commit it (gate.missing_baseline: %s)",
-			wr.BaselinePath, cfg.Path, hw, cmp.Or(cfg.Gate.MissingBaseline, "warn"))
+		verdicts = append(verdicts, NoBaseline)
+		wr.Reason = NoBaselineReason(wr.BaselinePath, cfg, hw)
 	default:
 		created := b.Created
 		wr.BaselineCreated, wr.BaselineHash = &created, b.WorkloadHash

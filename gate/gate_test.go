@@ -222,25 +222,53 @@ func TestMissingBaseline(t *testing.T) {
 		policy string
 		errors float64
 		want   Verdict
+		blocks bool
 	}{
-		// The default: say so, pass with a warning.
-		{"warn", 0, Warn},
-		// A repository that wants every workload to have a baseline.
-		{"fail", 0, Fail},
-		// Absolute limits apply even without a baseline.
-		{"warn", 0.05, Fail},
+		// The default: its own verdict, which fails the gate (a typo in gate.baselines
+		// must not turn CI green).
+		{"fail", 0, NoBaseline, true},
+		// Bootstrapping: the verdict stays no_baseline, and the gate lets it through.
+		{"allow", 0, NoBaseline, false},
+		// warn, the older spelling of allow.
+		{"warn", 0, NoBaseline, false},
+		// Absolute limits apply even without a baseline, and an allowed missing baseline
+		// does not hide them.
+		{"allow", 0.05, Fail, true},
 	} {
 		f := testConfig(nil)
 		f.Gate.MissingBaseline = c.policy
 		res := evaluate(t, f, Store{FS: fstest.MapFS{}, Dir: "baselines"}, rec(f, 1, gatetest.Spec{ErrorRate: c.errors}))
 		w := res.Workloads[0]
-		if w.Verdict != c.want {
-			t.Errorf("missing_baseline %s, error rate %v: %s, want %s", c.policy, c.errors, w.Verdict, c.want)
+		if w.Verdict != c.want || res.Blocks() != c.blocks {
+			t.Errorf("missing_baseline %s, error rate %v: %s (blocks %v), want %s (blocks %v)", c.policy, c.errors, w.Verdict, res.Blocks(), c.want, c.blocks)
 		}
-		for _, s := range []string{"no baseline at baselines/chat/h100-80gb-hbm3-x1.json", "slogate baseline update"} {
+		for _, s := range []string{"no baseline at baselines/chat/h100-80gb-hbm3-x1.json", "slogate baseline update", "gate.missing_baseline: allow"} {
 			if !strings.Contains(w.Reason, s) {
 				t.Errorf("reason %q; want %q", w.Reason, s)
 			}
+		}
+	}
+}
+
+// TestNoBaselineRanks: a missing baseline ranks below incomparable, so that allowing
+// missing baselines never lets an incomparable or failing workload through.
+func TestNoBaselineRanks(t *testing.T) {
+	for _, c := range []struct {
+		vs   []Verdict
+		want Verdict
+	}{
+		{[]Verdict{Pass, NoBaseline}, NoBaseline},
+		{[]Verdict{Warn, NoBaseline, Improved}, NoBaseline},
+		{[]Verdict{NoBaseline, Incomparable}, Incomparable},
+		{[]Verdict{NoBaseline, Fail}, Fail},
+		{[]Verdict{Error, NoBaseline}, Error},
+	} {
+		if got := Worst(c.vs...); got != c.want {
+			t.Errorf("Worst(%v) = %s, want %s", c.vs, got, c.want)
+		}
+		r := &Result{Verdict: Worst(c.vs...), AllowMissingBaseline: true}
+		if got := r.Blocks(); got != (c.want != NoBaseline) {
+			t.Errorf("%v allowed: blocks %v", c.vs, got)
 		}
 	}
 }

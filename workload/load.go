@@ -32,7 +32,7 @@ var (
 	validSLOMetrics  = []string{"ttft", "tpot", "itl", "e2e"}
 	validDirections  = []string{"higher", "lower"}
 	validPolicies    = []string{"expected", "warn", "fail", "ignore"}
-	validMissing     = []string{"warn", "fail"}
+	validMissing     = []string{"fail", "allow", "warn"}
 )
 
 var topKeys = []string{"version", "target", "model", "workloads", "gate", "capacity"}
@@ -68,7 +68,7 @@ const (
 	defaultMaxDispatchLag  = time.Millisecond
 	defaultSeed            = 1
 	defaultBaselines       = "baselines"
-	defaultMissing         = "warn"
+	defaultMissing         = "fail"
 	defaultResamples       = 2000
 	defaultConfidence      = 0.95
 	defaultGateSeed        = 1

@@ -190,7 +190,7 @@ func TestLoadFull(t *testing.T) {
 				{"engine.name", "fail"}, {"model.id", "fail"}, {"gpu.name", "fail"}, {"gpu.count", "fail"},
 				{"engine.image", "warn"}, {"tool.version", "ignore"}, {"tool.commit", "ignore"},
 			},
-			MissingBaseline: "warn", Resamples: 2000, Confidence: 0.95, Seed: 1,
+			MissingBaseline: "fail", Resamples: 2000, Confidence: 0.95, Seed: 1,
 		},
 		Capacity: &CapacityConfig{PeakRPS: 50, TargetUtilization: 0.6, Headroom: 0.3, Redundancy: 1, GPUHourUSD: 2.5},
 	}
@@ -244,7 +244,7 @@ func TestLoadDefaultsAndFiles(t *testing.T) {
 	}
 	if min.Target.API != "chat" || min.Target.Engine != "auto" || min.Target.Metrics.Interval != time.Second ||
 		min.Model.BlockSize != 16 || min.Model.GPUMemoryUtilization != 0.9 || min.Gate.Baselines != "baselines" ||
-		min.Gate.MissingBaseline != "warn" || min.Gate.Resamples != 2000 || min.Gate.Confidence != 0.95 || min.Gate.Seed != 1 {
+		min.Gate.MissingBaseline != "fail" || min.Gate.Resamples != 2000 || min.Gate.Confidence != 0.95 || min.Gate.Seed != 1 {
 		t.Errorf("file defaults wrong: target %+v model %+v gate %+v", min.Target, min.Model, min.Gate)
 	}
 

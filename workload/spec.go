@@ -206,7 +206,7 @@ type GateConfig struct {
 	Baselines       string        // directory of baselines; default "baselines"
 	Rules           []Rule        // in file order; defaults applied when the section is absent
 	Drift           []DriftPolicy // in file order
-	MissingBaseline string        // warn (default) | fail
+	MissingBaseline string        // fail (default) | allow (warn: the older spelling of allow)
 	MaxBaselineAge  time.Duration // audit flags older baselines; 0 = no limit
 	Resamples       int           // bootstrap resamples; default 2000
 	Confidence      float64       // interval confidence; default 0.95
