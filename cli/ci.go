@@ -182,17 +182,15 @@ func (c *ci) gateRecords(ctx context.Context, recs []*result.Record, code int) i
 		return ExitFailure
 	}
 	c.out.Verdict = string(res.Verdict)
-	byName := map[string][]*result.Record{}
-	for _, r := range recs {
-		byName[r.Workload] = append(byName[r.Workload], r)
-	}
 	marker := ghaction.Marker(c.in.Config)
-	md := report.Markdown(report.Comment{
-		Marker: marker, Gate: res, Runs: byName, Fleet: fleetSection(c.f, res),
-		RunURL: c.gh.RunURL, Generated: c.now(),
-	})
+	meta := c.meta(ctx, marker, res)
+	md, html, err := renderReports(renderInput{res: res, recs: recs, cfg: c.f, store: store, meta: meta})
+	if err != nil {
+		c.errorf("%v", err)
+		return ExitFailure
+	}
 	// Every file is written before the first call to GitHub.
-	rp, err := writeReports(c.outDir, res, md, recs, store, c.now())
+	rp, err := writeReports(c.outDir, res, meta, md, html)
 	if err != nil {
 		c.errorf("%v", err)
 		return ExitFailure
@@ -222,25 +220,52 @@ func baselineRecord(store gate.Store, rec *result.Record) *result.Record {
 	return b.DistributionRecord()
 }
 
-// writeReports writes gate.json, comment.md and report.html into the results directory
-// and returns the HTML report's path.
-func writeReports(outDir string, res *gate.Result, md string, recs []*result.Record, store gate.Store, now time.Time) (string, error) {
-	var html bytes.Buffer
-	if err := report.WriteHTML(&html, report.HTMLReport{
-		Title: "slogate: " + recs[0].Workload, Generated: now, Verdict: string(res.Verdict), Candidate: recs[0],
-		Baseline: baselineRecord(store, recs[0]),
-	}); err != nil {
-		return "", fmt.Errorf("rendering the HTML report: %w", err)
-	}
+// writeReports writes gate.json, report-meta.json, comment.md and report.html into the
+// results directory and returns the HTML report's path.
+func writeReports(outDir string, res *gate.Result, meta *report.Meta, md string, html []byte) (string, error) {
 	if err := writeJSON(filepath.Join(outDir, "gate.json"), res); err != nil {
 		return "", err
 	}
-	for name, data := range map[string][]byte{"comment.md": []byte(md), "report.html": html.Bytes()} {
+	if meta != nil {
+		if err := writeJSON(filepath.Join(outDir, report.MetaFile), meta); err != nil {
+			return "", err
+		}
+	}
+	for name, data := range map[string][]byte{"comment.md": []byte(md), "report.html": html} {
 		if err := result.WriteFileAtomic(filepath.Join(outDir, name), data); err != nil {
 			return "", err
 		}
 	}
 	return filepath.Join(outDir, "report.html"), nil
+}
+
+// meta is what the comment says beyond the gate result: the commits compared, the
+// commit that last changed each baseline file, the links.
+func (c *ci) meta(ctx context.Context, marker string, res *gate.Result) *report.Meta {
+	m := &report.Meta{
+		Schema: report.MetaSchema, Generated: c.now().UTC().Truncate(time.Second), Config: c.in.Config,
+		RunURL: c.gh.RunURL, HeadSHA: c.gh.HeadSHA, BaseSHA: c.gh.BaseSHA,
+	}
+	if c.gh.IsPullRequest() {
+		m.Marker = marker
+	}
+	if c.gh.Owner != "" {
+		m.RepoURL = strings.TrimSuffix(c.gh.ServerURL, "/") + "/" + c.gh.FullName()
+	}
+	for _, w := range res.Workloads {
+		if w.BaselineCreated == nil || m.Origin(w.BaselinePath) != nil {
+			continue
+		}
+		o := report.BaselineOrigin{Path: w.BaselinePath}
+		fc, err := ghaction.LastCommit(ctx, c.app.git, "", w.BaselinePath)
+		if err != nil {
+			o.Error = err.Error()
+		} else {
+			o.Commit, o.Date, o.Shallow = fc.SHA, fc.Date, fc.Shallow
+		}
+		m.Baselines = append(m.Baselines, o)
+	}
+	return m
 }
 
 func (c *ci) comment(ctx context.Context, marker, md string) int {

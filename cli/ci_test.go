@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/slogate/slogate/sim"
 )
@@ -86,6 +88,15 @@ func newFakeGitHub(t *testing.T) *fakeGitHub {
 	return g
 }
 
+// fakeGit answers git log with a fixed commit, as a checkout where the baseline was
+// committed would.
+func fakeGit(_ context.Context, _ string, args ...string) ([]byte, error) {
+	if len(args) > 0 && args[0] == "log" {
+		return []byte("feedc0ffee0012345678 2026-11-20T10:00:00+01:00\n"), nil
+	}
+	return []byte("false\n"), nil
+}
+
 func TestCIEndToEnd(t *testing.T) {
 	url := startSim(t, sim.Options{Seed: 1})
 	dir := t.TempDir()
@@ -97,7 +108,7 @@ func TestCIEndToEnd(t *testing.T) {
 	}
 	gh := newFakeGitHub(t)
 	prEvent := filepath.Join(dir, "pr.json")
-	os.WriteFile(prEvent, []byte(`{"pull_request":{"number":7,"head":{"repo":{"full_name":"acme/serving","fork":false}},"base":{"repo":{"full_name":"acme/serving"}}}}`), 0o644)
+	os.WriteFile(prEvent, []byte(`{"pull_request":{"number":7,"head":{"sha":"0123456789abcdef","repo":{"full_name":"acme/serving","fork":false}},"base":{"sha":"fedcba9876543210","repo":{"full_name":"acme/serving"}}}}`), 0o644)
 	pushEvent := filepath.Join(dir, "push.json")
 	os.WriteFile(pushEvent, []byte(`{"ref":"refs/heads/main"}`), 0o644)
 
@@ -113,6 +124,7 @@ func TestCIEndToEnd(t *testing.T) {
 		os.Remove(outFile)
 		a, out, errb := testApp(t)
 		a.getenv = func(k string) string { return env[k] }
+		a.git = fakeGit
 		code := a.run(context.Background(), []string{"ci"})
 		outputs := map[string]string{}
 		data, _ := os.ReadFile(outFile)
@@ -162,7 +174,33 @@ func TestCIEndToEnd(t *testing.T) {
 	if len(gh.comments) != 1 || !strings.HasPrefix(gh.comments[0].Body, "<!-- slogate:sticky:") {
 		t.Fatalf("comments after one run: %+v", gh.comments)
 	}
+	posted := gh.comments[0].Body
 	gh.mu.Unlock()
+	for _, want := range []string{"Compared head [`0123456789ab`](https://github.com/acme/serving/commit/0123456789abcdef) against base [`fedcba987654`]",
+		"[HTML report](https://github.com/acme/serving/actions/runs/42#artifacts)", "last changed in [`feedc0ffee00`]"} {
+		if !strings.Contains(posted, want) {
+			t.Errorf("comment lacks %q:\n%s", want, posted)
+		}
+	}
+
+	// 2b. slogate report renders, from the files alone, exactly what ci wrote and posted.
+	out := filepath.Join(dir, "slogate-out")
+	mdFile, htmlFile := filepath.Join(dir, "again.md"), filepath.Join(dir, "again.html")
+	a, stdout, errb := testApp(t)
+	a.now = func() time.Time { return time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC) } // never read
+	if code := a.run(context.Background(), []string{"report", "-r", out, "--markdown", mdFile, "--html", htmlFile}); code != ExitOK {
+		t.Fatalf("report: exit %d\n%s%s", code, stdout, errb)
+	}
+	for _, f := range [][2]string{{"comment.md", mdFile}, {"report.html", htmlFile}} {
+		want, _ := os.ReadFile(filepath.Join(out, f[0]))
+		got, _ := os.ReadFile(f[1])
+		if len(want) == 0 || !bytes.Equal(got, want) {
+			t.Errorf("slogate report's %s differs from ci's (%d bytes, want %d)", f[0], len(got), len(want))
+		}
+	}
+	if want, _ := os.ReadFile(filepath.Join(out, "comment.md")); string(want) != posted {
+		t.Errorf("comment.md differs from the posted comment")
+	}
 
 	// 3. A second run updates the same comment: still one.
 	code, log, _, _ = ci("gate", "pull_request", prEvent, "tok-1")

@@ -5,11 +5,11 @@ import (
 	_ "embed"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/slogate/slogate/baselines"
 	"github.com/slogate/slogate/gate"
 	"github.com/slogate/slogate/report"
-	"github.com/slogate/slogate/result"
 	"github.com/slogate/slogate/sim"
 	"github.com/slogate/slogate/workload"
 )
@@ -65,12 +65,13 @@ func (a *app) cmdDemo(ctx context.Context, args []string) int {
 		a.errorf("gate: %v", err)
 		return ExitFailure
 	}
-	byName := map[string][]*result.Record{}
-	for _, r := range recs {
-		byName[r.Workload] = append(byName[r.Workload], r)
+	meta := &report.Meta{Schema: report.MetaSchema, Generated: a.now().UTC().Truncate(time.Second), Config: "cli/demo.yaml"}
+	md, html, err := renderReports(renderInput{res: res, recs: recs, cfg: f, store: store, meta: meta})
+	if err != nil {
+		a.errorf("%v", err)
+		return ExitFailure
 	}
-	md := report.Markdown(report.Comment{Gate: res, Runs: byName, Fleet: fleetSection(f, res), Generated: a.now()})
-	rp, err := writeReports(*out, res, md, recs, store, a.now())
+	rp, err := writeReports(*out, res, meta, md, html)
 	if err != nil {
 		a.errorf("%v", err)
 		return ExitFailure

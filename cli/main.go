@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"sort"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/slogate/slogate/envinfo"
+	"github.com/slogate/slogate/ghaction"
 )
 
 // Exit codes (DESIGN §5), documented in the README.
@@ -47,10 +49,12 @@ type app struct {
 	// probeTimeout and preflightTimeout bound the calls to the engine before the run
 	// (zero: measure's defaults); tests shorten them.
 	probeTimeout, preflightTimeout time.Duration
+	// git runs git (the commit that last changed a baseline file); tests fake it.
+	git ghaction.GitRunner
 }
 
 func newApp(stdout, stderr io.Writer) *app {
-	a := &app{stdout: stdout, stderr: stderr, getenv: os.Getenv, now: time.Now}
+	a := &app{stdout: stdout, stderr: stderr, getenv: os.Getenv, now: time.Now, git: execGit}
 	a.envOptions = func() envinfo.Options {
 		o := envinfo.DefaultOptions()
 		o.Getenv = a.getenv
@@ -63,6 +67,18 @@ func newApp(stdout, stderr io.Writer) *app {
 		}
 	}
 	return a
+}
+
+// execGit runs git in dir ("" the working directory).
+func execGit(ctx context.Context, dir string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && len(ee.Stderr) > 0 {
+		return out, fmt.Errorf("%v: %s", err, strings.TrimSpace(string(ee.Stderr)))
+	}
+	return out, err
 }
 
 type command struct {
@@ -83,6 +99,7 @@ func commands() map[string]command {
 		"import":   {"import vLLM, guidellm or AIPerf results as run records", (*app).cmdImport},
 		"export":   {"export a run record as CSV (one row per request or ITL gap) or as vLLM's result JSON", (*app).cmdExport},
 		"merge":    {"merge the shard records of one run made on several machines", (*app).cmdMerge},
+		"report":   {"render the pull-request comment and the HTML report from a results directory", (*app).cmdReport},
 		"ci":       {"the GitHub Action: run, gate, report and publish (reads INPUT_* variables)", (*app).cmdCI},
 		"version":  {"print the version", func(a *app, _ context.Context, args []string) int { return a.cmdVersion(args) }},
 	}

@@ -13,6 +13,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"slices"
 	"strings"
@@ -121,7 +122,10 @@ type WorkloadResult struct {
 	BaselinePath    string     `json:"baseline_path"`
 	BaselineHash    string     `json:"baseline_hash,omitempty"`
 	BaselineCreated *time.Time `json:"baseline_created,omitempty"`
-	Verdict         Verdict    `json:"verdict"`
+	// HistoryPath is the history file beside the baseline (HistoryRelPath), "" when
+	// there is none.
+	HistoryPath string  `json:"history_path,omitempty"`
+	Verdict     Verdict `json:"verdict"`
 	// Reason says why the workload was not compared metric by metric (error, missing
 	// baseline, workload changed); "" when it was.
 	Reason  string         `json:"reason,omitempty"`
@@ -366,6 +370,11 @@ func judgeWorkload(cfg *workload.File, w *workload.Workload, hw string, recs []*
 		BaselinePath: store.Path(w.Name, hw),
 		Metrics:      []MetricResult{},
 		Trials:       TrialCounts{Candidate: len(recs)},
+	}
+	if store.FS != nil {
+		if _, err := fs.Stat(store.FS, HistoryRelPath(w.Name, hw)); err == nil {
+			wr.HistoryPath = store.HistoryPath(w.Name, hw)
+		}
 	}
 	for _, r := range recs {
 		if r.WorkloadHash != first.WorkloadHash {

@@ -18,10 +18,13 @@ type Context struct {
 	HeadRepo    string
 	BaseRepo    string
 	SHA, Ref    string
-	APIURL      string
-	ServerURL   string
-	RunURL      string
-	Actor       string
+	// HeadSHA and BaseSHA are the pull request's head and base commits (GITHUB_SHA is
+	// the merge commit on a pull_request event); on other events HeadSHA is GITHUB_SHA.
+	HeadSHA, BaseSHA string
+	APIURL           string
+	ServerURL        string
+	RunURL           string
+	Actor            string
 }
 
 // FullName is "owner/repo".
@@ -39,9 +42,11 @@ type eventPayload struct {
 	PullRequest *struct {
 		Number int `json:"number"`
 		Head   struct {
+			SHA  string       `json:"sha"`
 			Repo *payloadRepo `json:"repo"`
 		} `json:"head"`
 		Base struct {
+			SHA  string       `json:"sha"`
 			Repo *payloadRepo `json:"repo"`
 		} `json:"base"`
 	} `json:"pull_request"`
@@ -74,6 +79,7 @@ func LoadContext(getenv func(string) string, readFile func(string) ([]byte, erro
 		ServerURL: getenv("GITHUB_SERVER_URL"),
 		Actor:     getenv("GITHUB_ACTOR"),
 	}
+	c.HeadSHA = c.SHA
 	if c.APIURL == "" {
 		c.APIURL = "https://api.github.com"
 	}
@@ -117,6 +123,10 @@ func LoadContext(getenv func(string) string, readFile func(string) ([]byte, erro
 		return nil, fmt.Errorf("event payload %s: event %q without a pull_request number", path, c.EventName)
 	}
 	c.PRNumber = pr.Number
+	if pr.Head.SHA != "" {
+		c.HeadSHA = pr.Head.SHA
+	}
+	c.BaseSHA = pr.Base.SHA
 	if pr.Base.Repo != nil {
 		c.BaseRepo = pr.Base.Repo.FullName
 	}

@@ -55,8 +55,10 @@ func TestLoadContext(t *testing.T) {
 	common := Context{
 		Owner: "acme", Repo: "serving",
 		SHA: "abcdef0123456789abcdef0123456789abcdef01", Ref: "refs/pull/42/merge",
-		APIURL: "https://api.github.com", ServerURL: "https://github.com", RunURL: runURL, Actor: "alice",
+		HeadSHA: "abcdef0123456789abcdef0123456789abcdef01",
+		APIURL:  "https://api.github.com", ServerURL: "https://github.com", RunURL: runURL, Actor: "alice",
 	}
+	sha := func(n byte) string { return strings.Repeat(string(n), 40) }
 	with := func(f func(c *Context)) *Context {
 		c := common
 		f(&c)
@@ -73,21 +75,26 @@ func TestLoadContext(t *testing.T) {
 		{"same-repo pull request", baseEnv("pull_request", "pr_same_repo.json"),
 			with(func(c *Context) {
 				c.EventName, c.PRNumber, c.HeadRepo, c.BaseRepo = "pull_request", 42, "acme/serving", "acme/serving"
+				// The payload's head and base commits, not GITHUB_SHA (the merge commit).
+				c.HeadSHA, c.BaseSHA = sha('1'), sha('2')
 			}), "", false},
 		// A stranger's fork: refused by default.
 		{"fork pull request", baseEnv("pull_request", "pr_fork.json"),
 			with(func(c *Context) {
 				c.EventName, c.PRNumber, c.IsFork, c.HeadRepo, c.BaseRepo = "pull_request", 43, true, "stranger/serving", "acme/serving"
+				c.HeadSHA, c.BaseSHA = sha('3'), sha('2')
 			}), "", true},
 		// pull_request_target runs with a write token: a fork must be refused there too.
 		{"fork pull_request_target", baseEnv("pull_request_target", "pr_fork.json"),
 			with(func(c *Context) {
 				c.EventName, c.PRNumber, c.IsFork, c.HeadRepo, c.BaseRepo = "pull_request_target", 43, true, "stranger/serving", "acme/serving"
+				c.HeadSHA, c.BaseSHA = sha('3'), sha('2')
 			}), "", true},
 		// The head repository was deleted (null): nothing proves it was ours; fail closed.
 		{"deleted head repository", baseEnv("pull_request", "pr_deleted_head.json"),
 			with(func(c *Context) {
 				c.EventName, c.PRNumber, c.IsFork, c.HeadRepo, c.BaseRepo = "pull_request", 44, true, "", "acme/serving"
+				c.HeadSHA, c.BaseSHA = sha('4'), sha('2')
 			}), "", true},
 		// head.repo.fork is true, but head and base are the same repository (names differ
 		// only in case): a branch-to-branch pull request inside a fork is not a fork PR.
@@ -99,6 +106,7 @@ func TestLoadContext(t *testing.T) {
 			with(func(c *Context) {
 				c.Owner, c.RunURL = "stranger", "https://github.com/stranger/serving/actions/runs/9001"
 				c.EventName, c.PRNumber, c.HeadRepo, c.BaseRepo = "pull_request", 3, "Stranger/serving", "stranger/serving"
+				c.HeadSHA, c.BaseSHA = sha('5'), sha('6')
 			}), "", false},
 		// A push is not a pull request: no number, never refused.
 		{"push", baseEnv("push", "push.json"),

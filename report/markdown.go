@@ -27,6 +27,12 @@ type Comment struct {
 	// RunURL links to the workflow run (artifacts: the HTML report and the records).
 	RunURL    string
 	Generated time.Time
+	// Meta says what was compared beyond the gate result (commits, each baseline's last
+	// change, the report artifact); nil when unknown.
+	Meta *Meta
+	// ResultsDir is the results directory as the commands in the comment name it;
+	// "" means slogate-out.
+	ResultsDir string
 	// Limit caps the body; 0 means MaxCommentChars.
 	Limit int
 }
@@ -41,7 +47,7 @@ type FleetSection struct {
 }
 
 var verdictIcon = map[gate.Verdict]string{
-	gate.Pass: "✅", gate.Improved: "🚀", gate.Warn: "⚠️", gate.Fail: "❌", gate.Incomparable: "⛔", gate.Error: "💥",
+	gate.Pass: "✅", gate.Improved: "🚀", gate.Warn: "⚠️", gate.Fail: "❌", gate.Incomparable: "⛔", gate.Error: "💥", gate.NoBaseline: "🆕",
 }
 
 func icon(v gate.Verdict) string {
@@ -105,13 +111,14 @@ func (c Comment) mainPart() string {
 	}
 	g := c.Gate
 	fmt.Fprintf(&b, "## %s slogate: %s\n\n", icon(g.Verdict), headline(g))
+	c.comparedLine(&b)
 	for _, w := range g.Warnings {
 		fmt.Fprintf(&b, "> ⚠️ %s\n", esc(w))
 	}
 	if len(g.Warnings) > 0 {
 		b.WriteString("\n")
 	}
-	for _, w := range g.Workloads {
+	for _, w := range byAttention(g.Workloads) {
 		c.workloadMain(&b, w)
 	}
 	if c.Fleet != nil {
@@ -137,18 +144,25 @@ func headline(g *gate.Result) string {
 		return fmt.Sprintf("**incomparable** — %d of %d workloads cannot be compared with their baseline", counts[gate.Incomparable], n)
 	case gate.Error:
 		return fmt.Sprintf("**error** — %d of %d workloads could not be judged", counts[gate.Error], n)
+	case gate.NoBaseline:
+		s := fmt.Sprintf("**no baseline** — %d of %d workloads have no baseline to compare with", counts[gate.NoBaseline], n)
+		if g.AllowMissingBaseline {
+			s += " (allowed while bootstrapping: gate.missing_baseline is allow)"
+		}
+		return s
 	}
 	return "**" + string(g.Verdict) + "**"
 }
 
 func (c Comment) workloadMain(b *strings.Builder, w gate.WorkloadResult) {
-	fmt.Fprintf(b, "### %s %s on %s: %s\n\n", icon(w.Verdict), code(w.Name), code(w.Hardware), w.Verdict)
+	fmt.Fprintf(b, "### %s %s on %s: %s\n\n", icon(w.Verdict), code(w.Name), code(w.Hardware), verdictWords(w.Verdict))
 	if w.Reason != "" {
 		fmt.Fprintf(b, "> %s\n\n", esc(w.Reason))
 	}
 	for _, p := range w.Provenance {
 		fmt.Fprintf(b, "> provenance: %s\n\n", esc(p))
 	}
+	c.nextSteps(b, w)
 	if len(w.Metrics) > 0 {
 		b.WriteString("| metric | baseline | candidate | Δ | interval | tolerance | verdict |\n|---|--:|--:|--:|--:|--:|---|\n")
 		for _, m := range w.Metrics {
@@ -192,6 +206,7 @@ func (c Comment) workloadMain(b *strings.Builder, w gate.WorkloadResult) {
 		fmt.Fprintf(b, "SLO attainment **%s** · goodput %s req/s · error rate %s%s\n\n",
 			pctStr(s.SLOAttainment), num(s.GoodputRPS), pctStr(s.ErrorRate), mdErrors(s.Errors))
 	}
+	c.comparedWith(b, w)
 }
 
 func candidateSummary(w gate.WorkloadResult) *result.Summary {

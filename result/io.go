@@ -299,7 +299,7 @@ func jsonNames(dir string) ([]string, error) {
 
 // OtherOutputs are the schemas of the files slogate writes beside run records in a
 // results directory (the gate's result, a sweep's summary): ReadDir passes over them.
-var OtherOutputs = []string{"slogate.gate/v1", "slogate.sweep/v1"}
+var OtherOutputs = []string{"slogate.gate/v1", "slogate.sweep/v1", "slogate.report-meta/v1"}
 
 // ReadDir reads every *.json file of dir (not its subdirectories), in name order. Every
 // such file must be a run record, or one of slogate's OtherOutputs: anything else yields a
