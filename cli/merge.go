@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"os"
 
 	"github.com/slogate/slogate/measure"
 	"github.com/slogate/slogate/report"
@@ -9,15 +10,19 @@ import (
 )
 
 const mergeUsage = `slogate merge -o FILE SHARD.json...
+slogate merge -o DIR PATH...
 
 Merges the run records of one sharded run ('slogate run --shard i/n' on n machines, each
 with its own -o) into the record of the whole run, exactly: the shards must be one
 complete set of the same workload, and the summary is recomputed from all their requests.
+With directories among the PATHs (the shards' output directories, or one volume holding
+them all), every shard record under them is found, each workload's set is merged, and
+the merged records are written into DIR as 'slogate run' names them, for 'slogate gate -r DIR'.
 Exit codes: 0 merged, 2 bad input (records that are not one complete set of shards).`
 
 func (a *app) cmdMerge(ctx context.Context, args []string) int {
 	fs := a.flagSet("merge", mergeUsage)
-	out := fs.String("o", "", "merged record `file` (required)")
+	out := fs.String("o", "", "merged record `file`, or the directory of merged records when a PATH is a directory (required)")
 	if err := fs.Parse(args); err != nil {
 		return ExitBadInput
 	}
@@ -25,16 +30,29 @@ func (a *app) cmdMerge(ctx context.Context, args []string) int {
 		a.errorf("merge: need -o FILE and the shard records\n\n%s", mergeUsage)
 		return ExitBadInput
 	}
-	var recs []*result.Record
+	dirs := false
 	for _, p := range fs.Args() {
-		r, err := result.Read(p)
-		if err != nil {
-			a.errorf("%v", err)
-			return ExitBadInput
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			dirs = true
 		}
-		recs = append(recs, r)
 	}
-	m, err := measure.Merge(recs...)
+	sets, err := shardSets(fs.Args())
+	if err != nil {
+		a.errorf("merge: %v", err)
+		return ExitBadInput
+	}
+	if dirs {
+		recs, code := a.mergeSets(sets, *out)
+		for _, m := range recs {
+			report.RunTable(a.stdout, m, recordPath(*out, m.Workload, m.Trial, max(m.Trial, 1)))
+		}
+		return code
+	}
+	if len(sets) > 1 {
+		a.errorf("merge: the records are shards of %d different runs (workloads or trials); merge one run at a time, or give directories and -o DIR", len(sets))
+		return ExitBadInput
+	}
+	m, err := measure.Merge(sets[0]...)
 	if err != nil {
 		a.errorf("%v", err)
 		return ExitBadInput
