@@ -33,6 +33,9 @@ func shardSets(paths []string) ([][]*result.Record, error) {
 		if err != nil {
 			return err
 		}
+		if r.Shard == "" && len(r.Shards) > 0 && !explicit {
+			return nil // a merged record from an earlier merge into the same volume
+		}
 		if r.Shard == "" {
 			return fmt.Errorf("%s is not a shard record (no shard field): only the records of 'slogate run --shard' (or the Action's input shard) merge", p)
 		}
