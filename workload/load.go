@@ -86,11 +86,62 @@ const maxFileErrors = 10
 // Load reads and checks a workload file. On any problem it returns Errors holding every
 // problem of the file (and of the trace and length files it names), in file order.
 func Load(path string) (*File, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadLimited(path, MaxConfigBytes)
 	if err != nil {
 		return nil, Errors{{File: path, Msg: "cannot read: " + ioReason(err)}}
 	}
 	return Parse(path, data)
+}
+
+// Size limits of the files a config reads. A config is a page of YAML and a trace or a
+// lengths file holds at most a schedule's worth of lines (MaxScheduledRequests); the
+// limits keep a wrong path (/dev/zero, a model file) from exhausting memory.
+const (
+	MaxConfigBytes   = 4 << 20
+	MaxDataFileBytes = 64 << 20
+)
+
+// ReadLimited reads a regular file of at most limit bytes. Devices, FIFOs and
+// directories are refused before they are opened (a FIFO would block the open, a
+// device never ends).
+func ReadLimited(path string, limit int64) ([]byte, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%s)", fileKind(st.Mode()))
+	}
+	if st.Size() > limit {
+		return nil, fmt.Errorf("%d bytes, over the limit of %d bytes (%d MiB)", st.Size(), limit, limit>>20)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("over the limit of %d bytes (%d MiB)", limit, limit>>20)
+	}
+	return data, nil
+}
+
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "mode " + m.String()
 }
 
 // Parse checks a workload file held in memory. name is used in error messages and in
@@ -99,7 +150,7 @@ func Parse(name string, data []byte) (*File, error) {
 	d := &decoder{
 		name:     name,
 		dir:      filepath.Dir(name),
-		readFile: os.ReadFile,
+		readFile: func(p string) ([]byte, error) { return ReadLimited(p, MaxDataFileBytes) },
 		nodes:    map[string]*yaml.Node{},
 		keys:     map[string]*yaml.Node{},
 		bad:      map[string]bool{},
@@ -403,8 +454,18 @@ func (d *decoder) str(path string, n *yaml.Node) string {
 func (d *decoder) integer(path string, n *yaml.Node) int64 {
 	n = resolve(n)
 	var v int64
-	if n.Kind != yaml.ScalarNode || n.Tag != "!!int" || n.Decode(&v) != nil {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!float" && digitsOnly.MatchString(n.Value) {
+		// Digits alone that YAML reads as a float: too large for an integer.
+		d.fail(path, n, "out of range: integers go from %d to %d", int64(math.MinInt64), int64(math.MaxInt64))
+		return 0
+	}
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
 		d.fail(path, n, "expected an integer")
+		return 0
+	}
+	if n.Decode(&v) != nil {
+		// The tag says integer: only its size is wrong.
+		d.fail(path, n, "out of range: integers go from %d to %d", int64(math.MinInt64), int64(math.MaxInt64))
 		return 0
 	}
 	return v
@@ -413,7 +474,7 @@ func (d *decoder) integer(path string, n *yaml.Node) int64 {
 func (d *decoder) int(path string, n *yaml.Node) int {
 	v := d.integer(path, n)
 	if v > math.MaxInt32 || v < math.MinInt32 {
-		d.fail(path, n, "out of range")
+		d.fail(path, n, "out of range: must be from %d to %d", math.MinInt32, math.MaxInt32)
 		return 0
 	}
 	return int(v)
@@ -422,9 +483,22 @@ func (d *decoder) int(path string, n *yaml.Node) int {
 func (d *decoder) number(path string, n *yaml.Node) float64 {
 	n = resolve(n)
 	var v float64
-	if n.Kind != yaml.ScalarNode || (n.Tag != "!!int" && n.Tag != "!!float") || n.Decode(&v) != nil ||
-		math.IsInf(v, 0) || math.IsNaN(v) {
+	if n.Kind == yaml.ScalarNode && n.Style == 0 {
+		if _, err := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64); errors.Is(err, strconv.ErrRange) {
+			d.fail(path, n, "out of range: numbers go up to %g", math.MaxFloat64)
+			return 0
+		}
+	}
+	if n.Kind != yaml.ScalarNode || (n.Tag != "!!int" && n.Tag != "!!float") || n.Decode(&v) != nil || math.IsNaN(v) {
 		d.fail(path, n, "expected a number")
+		return 0
+	}
+	if math.IsInf(v, 0) {
+		if strings.Contains(strings.ToLower(n.Value), "inf") {
+			d.fail(path, n, "expected a finite number")
+		} else {
+			d.fail(path, n, "out of range: numbers go up to %g", math.MaxFloat64)
+		}
 		return 0
 	}
 	return v
@@ -440,6 +514,12 @@ func (d *decoder) boolean(path string, n *yaml.Node) bool {
 	return v
 }
 
+var digitsOnly = regexp.MustCompile(`^[-+]?[0-9]+$`)
+
+// durationSyntax matches what time.ParseDuration reads; a value that matches and still
+// fails to parse overflows.
+var durationSyntax = regexp.MustCompile(`^[-+]?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+$`)
+
 // duration accepts Go durations only. A bare number is refused: "timeout: 120" could be
 // seconds or milliseconds, and a pinned spec must not be read two ways.
 func (d *decoder) duration(path string, n *yaml.Node) time.Duration {
@@ -450,6 +530,10 @@ func (d *decoder) duration(path string, n *yaml.Node) time.Duration {
 	}
 	v, err := time.ParseDuration(n.Value)
 	if err != nil {
+		if durationSyntax.MatchString(n.Value) {
+			d.fail(path, n, "out of range: durations go up to %s (about 292 years)", time.Duration(math.MaxInt64))
+			return 0
+		}
 		if _, nerr := strconv.ParseFloat(n.Value, 64); nerr == nil {
 			d.fail(path, n, "a duration needs a unit, e.g. \"%ss\"; units are \"ns\", \"us\", \"ms\", \"s\", \"m\", \"h\"", n.Value)
 		} else {

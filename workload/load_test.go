@@ -329,6 +329,13 @@ func TestParseScalars(t *testing.T) {
 		{line: "    ignore_eos: yes", err: `t.yaml:9:17: invalid ignore_eos "yes": expected true or false`},
 		// seed 0 is a valid seed, distinct from the default 1
 		{line: "    seed: 0", check: func(f *File) bool { return f.Workloads[0].Seed == 0 }},
+		// an overflowing duration is out of range, with the range, not "expected a duration"
+		{line: "    timeout: 9999999999h", err: `t.yaml:9:14: invalid timeout "9999999999h": out of range: durations go up to 2562047h47m16.854775807s (about 292 years)`},
+		// an overflowing integer is out of range, with the range
+		{line: "    seed: 99999999999999999999", err: `t.yaml:9:11: invalid seed "99999999999999999999": out of range: integers go from -9223372036854775808 to 9223372036854775807`},
+		{line: "    repeats: 9999999999", err: `t.yaml:9:14: invalid repeats "9999999999": out of range: must be from -2147483648 to 2147483647`},
+		// a number too large for a float
+		{line: "capacity: {peak_rps: 1e999, target_utilization: 60%}", err: `t.yaml:9:22: invalid capacity.peak_rps "1e999": out of range: numbers go up to 1.7976931348623157e+308`},
 		// a duplicate key is reported at its second occurrence
 		{line: "    requests: 2", err: `t.yaml:9:5: duplicate key "requests" in "workloads[0]"; first given at line 5`},
 	}

@@ -288,8 +288,18 @@ func (d *decoder) validateWorkload(p string, w *Workload) {
 	d.check(rp, w.Requests >= 1, "must be at least 1")
 	d.check(dp, w.Duration > 0, "must be more than 0s")
 	d.check(join(p, "warmup.requests"), w.Warmup.Requests >= 0, "must not be negative")
+	d.check(rp, w.Requests <= MaxScheduledRequests, "%d requests is over the bound of %d on one run's schedule (every request's timeline is kept in memory and in the record); split the run or shorten it", w.Requests, MaxScheduledRequests)
+	d.check(join(p, "warmup.requests"), w.Warmup.Requests <= MaxScheduledRequests, "%d warm-up requests is over the bound of %d on one run's schedule", w.Warmup.Requests, MaxScheduledRequests)
 	if d.require(p, "arrival", "") {
 		d.validateArrival(join(p, "arrival"), &w.Arrival)
+		// An open loop over a duration sends about duration × rate requests, all of
+		// them scheduled before the first is sent.
+		if peak := peakRate(&w.Arrival); w.Duration > 0 && peak > 0 && d.ok(dp) && d.ok(join(p, "arrival")) {
+			if n := w.Duration.Seconds() * peak; n > MaxScheduledRequests {
+				d.check(dp, false, "duration %s × rate %g/s schedules about %.3g requests, over the bound of %d on one run's schedule (every request's timeline is kept in memory and in the record); shorten the duration or lower the rate",
+					w.Duration, peak, n, MaxScheduledRequests)
+			}
+		}
 	}
 	// A trace replays its offsets once: more requests than offsets would end the run
 	// early with fewer requests than the file promises.
@@ -361,6 +371,29 @@ var (
 		{"think_dist", []string{ArrivalClosed}},
 	}
 )
+
+// MaxScheduledRequests bounds the requests of one run (and of its warm-up): each is
+// scheduled before the first is sent and its timeline kept in memory and in the record,
+// about 1 KiB apiece. Larger runs are split into shards or into workloads.
+const MaxScheduledRequests = 1_000_000
+
+// peakRate is the highest rate an open-loop arrival process reaches (0 for a trace or a
+// closed loop, whose length is bounded otherwise).
+func peakRate(a *Arrival) float64 {
+	switch a.Process {
+	case ArrivalConstant, ArrivalPoisson, ArrivalGamma:
+	default:
+		return 0
+	}
+	if a.Profile == nil {
+		return a.Rate
+	}
+	r := max(a.Profile.From, a.Profile.To, a.Profile.Peak, a.Profile.Trough)
+	for _, s := range a.Profile.Steps {
+		r = max(r, s.Rate)
+	}
+	return r
+}
 
 func (d *decoder) validateArrival(p string, a *Arrival) {
 	if !d.ok(p) || !d.require(p, "process", "expected one of "+quoteList(validProcesses)) || !d.ok(join(p, "process")) {
