@@ -191,6 +191,7 @@ func (c *Client) Stream(ctx context.Context, req *Request, res *Result) {
 		return
 	}
 	defer checkUsage(req, res)
+	res.ChunkLimit = MaxChunks(req.MaxTokens)
 	if c.readStream(ctx, resp.Body, resp.Header.Get("Content-Type"), res) {
 		// Read on to the end of the body so that the transport can reuse the
 		// connection, but not for long: what follows [DONE] is not part of the
@@ -256,6 +257,10 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, contentType str
 				// No [DONE] (Ollama's and TGI's older streams), but generation ended.
 				res.End = c.now()
 				c.checkEmpty(res, dataLines, withChoices, finished)
+			case err == io.EOF && lr.total == 0:
+				// Headers, then the connection closed: the engine died, the answer
+				// was not malformed.
+				c.fail(res, ErrDisconnect, "the connection closed after the response headers, before any body")
 			case err == io.EOF && dataLines == 0:
 				c.fail(res, ErrBadResponse, "no SSE data lines in the response (Content-Type: "+contentType+")")
 			case err == io.EOF:
@@ -303,6 +308,10 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, contentType str
 			}
 			res.Last = at
 			res.Chunks++
+			if res.ChunkLimit > 0 && res.Chunks > res.ChunkLimit {
+				c.fail(res, ErrOverrun, fmt.Sprintf("more than %d content chunks, the bound for this request's max_tokens (4 × max_tokens + 64); the stream was cut", res.ChunkLimit))
+				break
+			}
 		}
 		if ck.finish != nil {
 			res.FinishReason = finishReason(ck.finish)

@@ -40,7 +40,21 @@ const (
 	// generated text, or no chunk carried choices at all. An empty answer is not a
 	// success, whatever the status code said.
 	ErrEmpty = "empty_response"
+	// ErrOverrun: the server sent far more content chunks than max_tokens allows
+	// (MaxChunks); the stream is cut there, so that one answer cannot fill the memory
+	// and the record.
+	ErrOverrun = "output_overrun"
 )
+
+// MaxChunks is the most content chunks a request for maxTokens tokens may bring: every
+// token in its own chunk, four times over (servers split a token's bytes or send
+// whitespace apart), plus a margin for short answers. 0 for no max_tokens: no bound.
+func MaxChunks(maxTokens int) int {
+	if maxTokens <= 0 {
+		return 0
+	}
+	return 4*maxTokens + 64
+}
 
 // Result is what one request did. Times are monotonic offsets from the client's epoch.
 type Result struct {
@@ -49,8 +63,11 @@ type Result struct {
 	Last  time.Duration // last chunk carrying generated text (0 if none)
 	End   time.Duration // response finished, failed or timed out
 	// Gaps are the times between consecutive content chunks; len(Gaps) == Chunks-1.
-	Gaps          []time.Duration
-	Chunks        int // content chunks (chunks carrying non-empty text)
+	Gaps   []time.Duration
+	Chunks int // content chunks (chunks carrying non-empty text)
+	// ChunkLimit is the bound Stream put on Chunks (MaxChunks of max_tokens); 0: none.
+	// A stream that passes it is cut with ErrOverrun.
+	ChunkLimit    int
 	PromptTokens  int // from usage; 0 when not reported
 	OutputTokens  int // from usage; else the chunk count (UsageReported false)
 	UsageReported bool

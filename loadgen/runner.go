@@ -169,6 +169,7 @@ func classify(res *engine.Result, ctxErr error) {
 		res.ErrReason == engine.ErrStream,
 		res.ErrReason == engine.ErrTooLarge,
 		res.ErrReason == engine.ErrBadResponse,
+		res.ErrReason == engine.ErrOverrun,
 		res.ErrReason == engine.ErrEmpty:
 		return
 	case ctxErr == context.DeadlineExceeded:

@@ -1,0 +1,69 @@
+package engine
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// A server that streams a million one-character chunks for max_tokens 8 is cut at the
+// request's chunk bound: the result keeps a bounded number of chunks and gaps, and the
+// overrun is an error of its own.
+func TestStreamChunkOverrun(t *testing.T) {
+	srv := newServer(t, func(rw http.ResponseWriter, r *http.Request) {
+		rw.Header().Set("Content-Type", "text/event-stream")
+		w := bufio.NewWriter(rw)
+		for range 1_200_000 {
+			if _, err := w.WriteString(tok + "\n\n"); err != nil {
+				return // the client cut the stream
+			}
+		}
+		w.WriteString(finish + "\n\ndata: [DONE]\n\n")
+		w.Flush()
+	})
+	var res Result
+	req := *plainReq
+	req.MaxTokens = 8
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	NewClient(ClientOptions{BaseURL: srv.URL}).Stream(ctx, &req, &res)
+	limit := MaxChunks(8)
+	if res.ErrReason != ErrOverrun {
+		t.Fatalf("reason %q (%s), want %q", res.ErrReason, res.ErrDetail, ErrOverrun)
+	}
+	if res.Chunks > limit+1 || len(res.Gaps) > limit || res.OutputTokens > limit+1 {
+		t.Errorf("chunks %d gaps %d output tokens %d: over the bound %d", res.Chunks, len(res.Gaps), res.OutputTokens, limit)
+	}
+	if !strings.Contains(res.ErrDetail, fmt.Sprint(limit)) {
+		t.Errorf("detail %q does not state the bound", res.ErrDetail)
+	}
+	// A request without max_tokens has no bound to apply.
+	if MaxChunks(0) != 0 {
+		t.Errorf("MaxChunks(0) = %d", MaxChunks(0))
+	}
+}
+
+// An engine that sends its response headers and dies is a disconnect, not a malformed
+// answer.
+func TestStreamDiesAfterHeaders(t *testing.T) {
+	srv := newServer(t, func(rw http.ResponseWriter, r *http.Request) {
+		conn, buf, err := rw.(http.Hijacker).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n")
+		buf.Flush()
+		conn.Close()
+	})
+	var res Result
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	NewClient(ClientOptions{BaseURL: srv.URL}).Stream(ctx, plainReq, &res)
+	if res.ErrReason != ErrDisconnect {
+		t.Fatalf("reason %q (%s), want %q", res.ErrReason, res.ErrDetail, ErrDisconnect)
+	}
+}
