@@ -8,6 +8,7 @@ require (
 	github.com/google/go-github/v66 v66.0.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.74.0
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2
 	github.com/sethvargo/go-githubactions v1.3.1
 	gonum.org/v1/plot v0.17.0
 	gopkg.in/yaml.v3 v3.0.1

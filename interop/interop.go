@@ -188,7 +188,7 @@ func (im *imported) record(opt Options) *result.Record {
 		rec.Environment[k] = v
 	}
 	rec.Notes = append(rec.Notes, im.notes...)
-	rec.Notes = append(rec.Notes, "imported: "+src.Line())
+	rec.Notes = append(rec.Notes, "provenance: "+src.Line())
 	return rec
 }
 

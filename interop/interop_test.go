@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"flag"
 	"math"
 	"os"
 	"path/filepath"
@@ -247,5 +248,44 @@ func TestAIPerfBadLine(t *testing.T) {
 	_, err := Import(ToolAIPerf, path, broken, beside, opt)
 	if err == nil || !strings.Contains(err.Error(), "profile_export.jsonl:3: metrics.ttft.unit: \"fortnights\"") {
 		t.Errorf("error %v", err)
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite the golden records in testdata/import/golden")
+
+// TestGolden: the record each importer writes for its candidate fixture, byte for byte
+// (go test ./interop -update rewrites them after an intended change). The schemas
+// package validates these files as committed records.
+func TestGolden(t *testing.T) {
+	for _, c := range []struct {
+		tool, rel, cfg, workload string
+		bench                    int
+	}{
+		{ToolVLLM, "vllm/candidate.json", "slogate.yaml", "vllm-chat", -1},
+		{ToolGuideLLM, "guidellm/candidate.json", "guidellm.yaml", "guidellm-chat", 1},
+		{ToolAIPerf, "aiperf/candidate/profile_export.jsonl", "slogate.yaml", "aiperf-chat", -1},
+	} {
+		opt := testOptions(t, c.cfg, c.workload)
+		opt.Benchmark = c.bench
+		got, err := result.Marshal(mustImport(t, c.tool, c.rel, opt))
+		if err != nil {
+			t.Fatal(err)
+		}
+		golden := filepath.Join(fixtures, "golden", c.tool+".json")
+		if *update {
+			if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(golden, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatalf("%v (run go test ./interop -update)", err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: the import differs from %s (go test ./interop -update after an intended change)", c.rel, golden)
+		}
 	}
 }
