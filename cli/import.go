@@ -18,7 +18,7 @@ const importUsage = `slogate import --from vllm|guidellm|aiperf FILE... -c FILE 
 
 Reads the results of another benchmark tool and writes them as slogate run records
 (slogate.run/v1) to DIR, filed under workload NAME of the config, whose SLO judges every
-request. 'slogate gate', 'baseline update', 'report' and 'capacity' accept them like
+request. 'slogate gate', 'baseline update' and 'capacity' accept them like
 any other record. Each record keeps its provenance (the tool, its version, the file's
 SHA-256, what the source could not give), and its workload hash is derived from what
 the source pins, so that only imports of the same benchmark compare.
