@@ -135,6 +135,9 @@ func (a *app) runWorkloads(ctx context.Context, f *workload.File, p runParams) (
 	if err != nil {
 		return nil, a.measureError(err)
 	}
+	if err := measure.CheckContext(f, t, selected); err != nil {
+		return nil, a.measureError(err)
+	}
 	var recs []*result.Record
 	code := ExitOK
 	for _, w := range selected {

@@ -84,6 +84,9 @@ func (a *app) cmdSweep(ctx context.Context, args []string) int {
 	if err != nil {
 		return a.measureError(err)
 	}
+	if err := measure.CheckContext(f, t, sel); err != nil {
+		return a.measureError(err)
+	}
 	sw, code := a.sweep(ctx, f, w, t, p)
 	path := filepath.Join(p.outDir, w.Name+".sweep.json")
 	if err := result.WriteSweep(path, sw); err != nil {

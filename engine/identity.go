@@ -40,7 +40,11 @@ type Identity struct {
 	ModelID       string   `json:"model_id"`
 	ModelRevision string   `json:"model_revision,omitempty"`
 	ServedModels  []string `json:"served_models,omitempty"`
-	MaxContext    int      `json:"max_context,omitempty"`
+	// MaxContext is the most tokens (prompt + output) one request may hold: vLLM's
+	// max_model_len, one llama.cpp slot's n_ctx, SGLang's context_length, TGI's
+	// max_total_tokens. ContextSource says where it came from.
+	MaxContext    int    `json:"max_context,omitempty"`
+	ContextSource string `json:"context_source,omitempty"`
 	// KVCapacityTokens is the KV cache size in tokens, 0 when the engine does not expose it.
 	KVCapacityTokens int64 `json:"kv_capacity_tokens,omitempty"`
 	KVBlockSize      int   `json:"kv_block_size,omitempty"`
@@ -81,7 +85,11 @@ type IdentifyOptions struct {
 	// Parallel is the engine's configured parallelism where the engine does not expose it
 	// (Ollama's OLLAMA_NUM_PARALLEL); default 1.
 	Parallel int
-	HTTP     *http.Client
+	// KVUnified says whether llama.cpp's slots share one KV cache (--kv-unified, the
+	// default of llama-server without -np) or each own n_ctx tokens (-np N). The server
+	// does not say; nil takes the shared cache, the smaller capacity, and notes it.
+	KVUnified *bool
+	HTTP      *http.Client
 	// Timeout bounds each call, from the request to the end of the answer's body;
 	// default DefaultProbeTimeout.
 	Timeout time.Duration
@@ -238,6 +246,7 @@ func Identify(ctx context.Context, o IdentifyOptions) (*Identity, error) {
 	for _, m := range ml.Data {
 		if clean(m.ID) == id.ModelID && m.MaxModelLen > 0 {
 			id.MaxContext = m.MaxModelLen
+			id.ContextSource = "/v1/models max_model_len"
 		}
 	}
 	switch id.Engine {
@@ -250,7 +259,7 @@ func Identify(ctx context.Context, o IdentifyOptions) (*Identity, error) {
 	case EngineTRTLLM:
 		identifyTRTLLM(ctx, p, id)
 	case EngineLlamaCpp:
-		identifyLlamaCpp(ctx, p, id)
+		identifyLlamaCpp(ctx, p, id, o.KVUnified)
 	case EngineOllama:
 		identifyOllama(ctx, p, id, o)
 	default:
@@ -376,11 +385,17 @@ var (
 		Running:    []string{"trtllm_num_requests_running"},
 		KVUsage:    []string{"trtllm_kv_cache_utilization"},
 	}
+	// llama.cpp builds since 2025 export no KV-usage gauge (kv_cache_usage_ratio went
+	// with the KV-cache rework); an older build that has it is read. Prefix-cache figures
+	// come from its prompt-token counters.
 	llamacppMetrics = MetricSet{
-		Path:       "/metrics",
-		QueueDepth: []string{"llamacpp:requests_deferred"},
-		Running:    []string{"llamacpp:requests_processing"},
-		KVUsage:    []string{"llamacpp:kv_cache_usage_ratio"},
+		Path:               "/metrics",
+		QueueDepth:         []string{"llamacpp:requests_deferred"},
+		Running:            []string{"llamacpp:requests_processing"},
+		KVUsage:            []string{"llamacpp:kv_cache_usage_ratio"},
+		PromptTokens:       []string{"llamacpp:prompt_tokens_total"},
+		PromptTokensCached: []string{"llamacpp:prompt_tokens_cached_total"},
+		OutputTokens:       []string{"llamacpp:tokens_predicted_total"},
 	}
 )
 
@@ -453,6 +468,7 @@ func identifySGLang(ctx context.Context, p *prober, id *Identity) {
 		}
 		if si.ContextLength > 0 && id.MaxContext == 0 {
 			id.MaxContext = si.ContextLength
+			id.ContextSource = "sglang server_info context_length"
 		}
 	}
 	if _, ok := metricsPage(ctx, p, sglangMetrics); ok {
@@ -479,6 +495,7 @@ func identifyTGI(ctx context.Context, p *prober, id *Identity) {
 		id.ModelRevision = clean(info.ModelSHA)
 		if info.MaxTotalTokens > 0 {
 			id.MaxContext = info.MaxTotalTokens
+			id.ContextSource = "tgi /info max_total_tokens"
 		}
 		if info.MaxBatchTotalTokens > 0 {
 			id.KVCapacityTokens = info.MaxBatchTotalTokens
@@ -512,7 +529,7 @@ func identifyTRTLLM(ctx context.Context, p *prober, id *Identity) {
 	}
 }
 
-func identifyLlamaCpp(ctx context.Context, p *prober, id *Identity) {
+func identifyLlamaCpp(ctx context.Context, p *prober, id *Identity, unified *bool) {
 	var props struct {
 		BuildInfo  string `json:"build_info"`
 		TotalSlots int    `json:"total_slots"`
@@ -524,22 +541,51 @@ func identifyLlamaCpp(ctx context.Context, p *prober, id *Identity) {
 	if p.getJSON(ctx, "/props", &props) {
 		id.Version = clean(props.BuildInfo)
 		if props.Settings.NCtx > 0 {
-			slots := max(props.TotalSlots, 1)
-			id.Slots = slots
-			// n_ctx in default_generation_settings is one slot's context; the KV cache
-			// holds every slot's.
-			id.KVCapacityTokens = int64(props.Settings.NCtx) * int64(slots)
-			id.KVBlockSize = 1
-			id.KVSource = fmt.Sprintf("engine: llama.cpp /props n_ctx %d × total_slots %d", props.Settings.NCtx, slots)
-			if id.MaxContext == 0 {
-				id.MaxContext = props.Settings.NCtx
-			}
+			applyLlamaCppSlots(id, props.Settings.NCtx, props.TotalSlots, unified)
 		}
 	}
-	if _, ok := metricsPage(ctx, p, llamacppMetrics); ok {
+	if fams, ok := metricsPage(ctx, p, llamacppMetrics); ok {
 		id.Metrics = llamacppMetrics
+		noteMissingMetrics(id, fams)
 	} else {
 		id.Notes = append(id.Notes, "metrics page not available (start llama-server with --metrics)")
+	}
+}
+
+// applyLlamaCppSlots sets the context and KV capacity from llama.cpp's /props: n_ctx in
+// default_generation_settings is one slot's context, the most one request may hold. With a
+// unified KV cache (llama-server's default without -np) all slots share one cache of n_ctx
+// tokens; without it (-np N) each slot owns n_ctx tokens of its own.
+func applyLlamaCppSlots(id *Identity, nCtx, totalSlots int, unified *bool) {
+	slots := max(totalSlots, 1)
+	id.Slots = slots
+	id.MaxContext = nCtx
+	id.ContextSource = "llama.cpp /props default_generation_settings.n_ctx (one slot's context)"
+	id.KVBlockSize = 1
+	switch {
+	case slots == 1:
+		id.KVCapacityTokens = int64(nCtx)
+		id.KVSource = fmt.Sprintf("engine: llama.cpp /props n_ctx %d, 1 slot", nCtx)
+	case unified != nil && !*unified:
+		id.KVCapacityTokens = int64(nCtx) * int64(slots)
+		id.KVSource = fmt.Sprintf("engine: llama.cpp /props n_ctx %d per slot × total_slots %d, each slot its own cache (target.kv_unified: false)", nCtx, slots)
+	case unified != nil:
+		id.KVCapacityTokens = int64(nCtx)
+		id.KVSource = fmt.Sprintf("engine: llama.cpp /props n_ctx %d, one cache shared by total_slots %d (target.kv_unified: true)", nCtx, slots)
+	default:
+		id.KVCapacityTokens = int64(nCtx)
+		id.KVSource = fmt.Sprintf("engine: llama.cpp /props n_ctx %d, taken as one cache shared by total_slots %d (llama-server's default without -np)", nCtx, slots)
+		id.Notes = append(id.Notes, fmt.Sprintf(
+			"llama.cpp does not say whether its %d slots share one KV cache: KV capacity is taken as one shared cache of n_ctx %d tokens, as llama-server runs without -np; a server started with -np %d and without --kv-unified has %d × %d = %d tokens (set target.kv_unified: false)",
+			slots, nCtx, slots, slots, nCtx, slots*nCtx))
+	}
+}
+
+// noteMissingMetrics says in the identity which quantities of the engine's metric set its
+// page lacks, so that a record without, say, KV usage says why.
+func noteMissingMetrics(id *Identity, fams families) {
+	if miss := id.Metrics.Missing(fams); len(miss) > 0 {
+		id.Notes = append(id.Notes, fmt.Sprintf("the %s metrics page (%s) exports no %s: not measured", id.Engine, id.Metrics.Path, strings.Join(miss, "; ")))
 	}
 }
 
@@ -588,6 +634,7 @@ func identifyOllama(ctx context.Context, p *prober, id *Identity, o IdentifyOpti
 	}
 	if trainCtx > 0 && id.MaxContext == 0 {
 		id.MaxContext = int(min(numCtx, trainCtx))
+		id.ContextSource = fmt.Sprintf("ollama /api/show: num_ctx %d, model context_length %d", numCtx, trainCtx)
 	}
 	parallel := int64(max(o.Parallel, 1))
 	id.Slots = int(parallel)

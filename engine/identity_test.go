@@ -105,15 +105,19 @@ func TestIdentifyEngines(t *testing.T) {
 			snap: Snapshot{QueueDepth: Value{4, true}, Running: Value{30, true}, KVUsage: Value{0.55, true}},
 		},
 		{
-			// llama.cpp: the real captured metrics page; n_ctx is per slot.
+			// llama.cpp: the real captured metrics page; n_ctx is per slot, the context of
+			// one request. The server does not say whether its slots share one cache: the
+			// shared one (the smaller) is taken. No KV-usage gauge; prefix-cache figures
+			// from the prompt-token counters (51 computed, 0 cached).
 			name: "llamacpp",
 			routes: map[string]string{
 				"GET /v1/models": models("llamacpp", 0),
 				"GET /props":     `{"build_info":"b1-de3ff81","total_slots":4,"model_path":"stories260K.gguf","default_generation_settings":{"n_ctx":512}}`,
 				"GET /metrics":   "@../testdata/engines/llamacpp_metrics.txt",
 			},
-			want: idFacts{Engine: "llamacpp", Version: "b1-de3ff81", ModelID: llama8b, MaxContext: 512, KVCapacityTokens: 2048, KVBlockSize: 1, Slots: 4},
-			snap: Snapshot{QueueDepth: Value{0, true}, Running: Value{0, true}},
+			want: idFacts{Engine: "llamacpp", Version: "b1-de3ff81", ModelID: llama8b, MaxContext: 512, KVCapacityTokens: 512, KVBlockSize: 1, Slots: 4},
+			snap: Snapshot{QueueDepth: Value{0, true}, Running: Value{0, true}, PrefixHits: Value{0, true}, PrefixQueries: Value{51, true},
+				PromptTokens: Value{51, true}, PromptTokensCached: Value{0, true}, OutputTokens: Value{40, true}},
 		},
 		{
 			// Ollama: no metrics; KV capacity derived from /api/show and the parallelism.
@@ -253,4 +257,54 @@ type idFacts struct {
 	KVBlockSize                             int
 	KVBytesPerToken                         int64
 	Slots                                   int
+}
+
+// TestLlamaCppKVSharing: llama.cpp's KV capacity follows what its slots really share. With
+// -np 4 -c 2048 each of the 4 slots owns 512 tokens (2,048 in all); without -np the server
+// runs 4 slots over one unified 2,048-token cache, and /props then says n_ctx 2048 per
+// slot, which n_ctx × slots turned into 8,192.
+func TestLlamaCppKVSharing(t *testing.T) {
+	yes, no := true, false
+	cases := []struct {
+		name         string
+		nCtx         int
+		unified      *bool
+		wantCap      int64
+		wantNote     bool
+		sourceSubstr string
+	}{
+		{"np4-per-slot", 512, &no, 2048, false, "512 per slot × total_slots 4"},
+		{"no-np-unified", 2048, &yes, 2048, false, "shared by total_slots 4"},
+		{"no-np-undeclared", 2048, nil, 2048, true, "shared by total_slots 4"},
+		{"np4-undeclared", 512, nil, 512, true, "shared"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			url := fakeEngine(t, map[string]string{
+				"GET /v1/models": `{"object":"list","data":[{"id":"stories260K.gguf","object":"model","owned_by":"llamacpp"}]}`,
+				"GET /props":     `{"build_info":"b1-de3ff81","total_slots":4,"default_generation_settings":{"n_ctx":` + itoa(tc.nCtx) + `}}`,
+				"GET /metrics":   "@../testdata/engines/llamacpp_metrics.txt",
+			})
+			id, err := Identify(context.Background(), IdentifyOptions{BaseURL: url, KVUnified: tc.unified})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if id.KVCapacityTokens != tc.wantCap || id.Slots != 4 || id.MaxContext != tc.nCtx {
+				t.Errorf("capacity %d, slots %d, context %d; want %d, 4, %d", id.KVCapacityTokens, id.Slots, id.MaxContext, tc.wantCap, tc.nCtx)
+			}
+			if !strings.Contains(id.KVSource, tc.sourceSubstr) {
+				t.Errorf("KV source %q lacks %q", id.KVSource, tc.sourceSubstr)
+			}
+			if got := hasNote(id.Notes, "does not say whether its 4 slots share one KV cache"); got != tc.wantNote {
+				t.Errorf("undeclared-sharing note %v, want %v (notes %q)", got, tc.wantNote, id.Notes)
+			}
+			if !strings.Contains(id.ContextSource, "n_ctx") {
+				t.Errorf("context source %q", id.ContextSource)
+			}
+			// The real build has no KV-usage gauge: the identity says so.
+			if !hasNote(id.Notes, "exports no KV usage (llamacpp:kv_cache_usage_ratio)") {
+				t.Errorf("notes %q: want the absent KV-usage gauge named", id.Notes)
+			}
+		})
+	}
 }

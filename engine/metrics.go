@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -27,6 +28,14 @@ type MetricSet struct {
 	PrefixHits    []string // counter: prefix-cache hit tokens (with PrefixQueries)
 	PrefixQueries []string // counter: prefix-cache queried tokens
 	PrefixHitRate []string // gauge: hit rate 0..1, for engines that export a rate
+	// PromptTokens ("prompt_tokens_processed") counts the prompt tokens the engine
+	// computed, those served from its prefix cache excluded (llama.cpp
+	// llamacpp:prompt_tokens_total). With PromptTokensCached it gives the prefix-cache
+	// figures of engines without hit/query counters: hits = cached, queries = processed +
+	// cached. Over a window its delta is the prompt work the engine really did.
+	PromptTokens       []string // counter
+	PromptTokensCached []string // counter: prompt tokens reused from the prefix cache
+	OutputTokens       []string // counter: tokens generated
 }
 
 // families are parsed metric families by name.
@@ -42,6 +51,9 @@ type Value struct {
 type Snapshot struct {
 	QueueDepth, Running, KVUsage, Preemptions Value
 	PrefixHits, PrefixQueries, PrefixHitRate  Value
+	// PromptTokens (processed, cache hits excluded), PromptTokensCached and OutputTokens
+	// are the engine's own token counters, where it exports them.
+	PromptTokens, PromptTokensCached, OutputTokens Value
 	// Dropped names the metrics of this scrape whose value was not a finite number (a
 	// NaN or ±Inf sample, or series whose sum overflows), e.g. "vllm:kv_cache_usage_perc
 	// (NaN)": their quantity is absent from this scrape (a gap, never a NaN in the
@@ -72,7 +84,41 @@ func (m MetricSet) Snapshot(fams map[string]*dto.MetricFamily) Snapshot {
 	s.PrefixHits = pick(fams, m.PrefixHits, sumOf, &s.Dropped)
 	s.PrefixQueries = pick(fams, m.PrefixQueries, sumOf, &s.Dropped)
 	s.PrefixHitRate = pick(fams, m.PrefixHitRate, maxOf, &s.Dropped)
+	s.PromptTokens = pick(fams, m.PromptTokens, sumOf, &s.Dropped)
+	s.PromptTokensCached = pick(fams, m.PromptTokensCached, sumOf, &s.Dropped)
+	s.OutputTokens = pick(fams, m.OutputTokens, sumOf, &s.Dropped)
+	if len(m.PrefixHits) == 0 && len(m.PrefixQueries) == 0 && s.PromptTokens.OK && s.PromptTokensCached.OK {
+		// Prompt-token counters in place of hit/query counters (llama.cpp): every prompt
+		// token is either computed or taken from the cache.
+		if q := s.PromptTokens.V + s.PromptTokensCached.V; finite(q) {
+			s.PrefixHits = s.PromptTokensCached
+			s.PrefixQueries = Value{V: q, OK: true}
+		}
+	}
 	return s
+}
+
+// Missing names the quantities of the set that the parsed page does not carry, each with
+// the names looked for, e.g. "KV usage (llamacpp:kv_cache_usage_ratio)".
+func (m MetricSet) Missing(fams map[string]*dto.MetricFamily) []string {
+	var out []string
+	for _, q := range []struct {
+		what  string
+		names []string
+	}{
+		{"queue depth", m.QueueDepth}, {"running requests", m.Running}, {"KV usage", m.KVUsage},
+		{"preemptions", m.Preemptions}, {"prefix-cache hits", m.PrefixHits}, {"prefix-cache queries", m.PrefixQueries},
+		{"prefix-cache hit rate", m.PrefixHitRate}, {"prompt tokens processed", m.PromptTokens},
+		{"prompt tokens cached", m.PromptTokensCached}, {"output tokens", m.OutputTokens},
+	} {
+		if len(q.names) == 0 {
+			continue
+		}
+		if v := pick(fams, q.names, sumOf, nil); !v.OK {
+			out = append(out, fmt.Sprintf("%s (%s)", q.what, strings.Join(q.names, ", ")))
+		}
+	}
+	return out
 }
 
 // Empty reports whether the set names no metric at all (an engine without metrics).

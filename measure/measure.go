@@ -152,7 +152,7 @@ func (r *Runner) Prepare(ctx context.Context, f *workload.File, override string)
 	}
 	parallel, _ := strconv.Atoi(r.getenv("OLLAMA_NUM_PARALLEL"))
 	pctx, cancel := r.preflight(ctx)
-	id, err := engine.Identify(pctx, engine.IdentifyOptions{BaseURL: t.URL, APIKey: t.APIKey, Engine: f.Target.Engine, Model: f.Model.Name, Parallel: parallel, Timeout: r.ProbeTimeout})
+	id, err := engine.Identify(pctx, engine.IdentifyOptions{BaseURL: t.URL, APIKey: t.APIKey, Engine: f.Target.Engine, Model: f.Model.Name, Parallel: parallel, Timeout: r.ProbeTimeout, KVUnified: f.Target.KVUnified})
 	cancel()
 	if err != nil {
 		return nil, err
@@ -184,6 +184,22 @@ func (r *Runner) Prepare(ctx context.Context, f *workload.File, override string)
 		t.Hardware = "sim"
 	}
 	return t, nil
+}
+
+// CheckContext refuses, before anything is sent, the workloads whose longest request does
+// not fit the engine's context per request (workload.CheckContext): a bad-input error
+// naming every one, with the numbers.
+func CheckContext(f *workload.File, t *Target, ws []*workload.Workload) error {
+	var errs []error
+	for _, w := range ws {
+		if err := workload.CheckContext(w, t.ID.MaxContext, t.ID.ContextSource, f.Path); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return &BadInputError{Err: errors.Join(errs...)}
 }
 
 // CollectEnv reads the GPU, host and runner environment; image names the engine's

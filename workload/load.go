@@ -662,6 +662,10 @@ func (d *decoder) target(path string, n *yaml.Node, t *Target) {
 			})
 		}},
 		{"image", func(p string, v *yaml.Node) { t.Image = d.str(p, v) }},
+		{"kv_unified", func(p string, v *yaml.Node) {
+			b := d.boolean(p, v)
+			t.KVUnified = &b
+		}},
 		{"metrics", func(p string, v *yaml.Node) {
 			d.mapping(v, p, "", []field{
 				{"url", func(p string, v *yaml.Node) { t.Metrics.URL = d.str(p, v) }},

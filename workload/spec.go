@@ -30,6 +30,11 @@ type Target struct {
 	Image     string      // engine container image, recorded in the environment (optional)
 	Start     *StartSpec  // optional: slogate starts the engine and stops it afterwards
 	Metrics   MetricsSpec // server-side metric scraping
+	// KVUnified declares whether the engine's slots share one KV cache (llama.cpp
+	// --kv-unified, llama-server's default without -np) or each own their context (-np
+	// N). llama.cpp does not expose it; nil: not declared (a shared cache is assumed and
+	// the record says so). It changes the KV capacity read, not what is sent.
+	KVUnified *bool
 }
 
 // StartSpec is an engine that slogate starts itself.
