@@ -40,6 +40,7 @@ type EngineSampler struct {
 	lastErr                     error
 	// dropped counts the non-finite values the engine exported, by metric and kind.
 	dropped map[string]int
+	primed  bool
 }
 
 func (s *EngineSampler) timeout() time.Duration {
@@ -49,14 +50,28 @@ func (s *EngineSampler) timeout() time.Duration {
 	return max(2*s.Every, 2*time.Second)
 }
 
-// Run samples until ctx ends: once at once, then every Every, and once more at the end
-// so that counters cover the whole window.
+// Prime takes the first sample before the window opens (hang it on Config.OpenWindow):
+// a scrape racing the first measured request could count part of it.
+func (s *EngineSampler) Prime(ctx context.Context) {
+	s.sample(ctx)
+	s.mu.Lock()
+	s.primed = true
+	s.mu.Unlock()
+}
+
+// Run samples until ctx ends: once at once (unless Prime did), then every Every, and once
+// more at the end so that counters cover the whole window.
 func (s *EngineSampler) Run(ctx context.Context) {
 	every := s.Every
 	if every <= 0 {
 		every = time.Second
 	}
-	s.sample(ctx)
+	s.mu.Lock()
+	primed := s.primed
+	s.mu.Unlock()
+	if !primed {
+		s.sample(ctx)
+	}
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -167,6 +182,7 @@ func (s *EngineSampler) Apply(rec *result.Record) {
 		r := s.last.PrefixHitRate.V
 		sum.PrefixCacheHitRate = &r
 	}
+	sum.EngineTokens = engineTokens(s.first, s.last)
 	var missing []string
 	for _, n := range []struct {
 		name string
@@ -207,9 +223,32 @@ func keep(dst *engine.Snapshot, src engine.Snapshot, onlyUnset bool) {
 		{&dst.QueueDepth, &src.QueueDepth}, {&dst.Running, &src.Running}, {&dst.KVUsage, &src.KVUsage},
 		{&dst.Preemptions, &src.Preemptions}, {&dst.PrefixHits, &src.PrefixHits},
 		{&dst.PrefixQueries, &src.PrefixQueries}, {&dst.PrefixHitRate, &src.PrefixHitRate},
+		{&dst.PromptTokens, &src.PromptTokens}, {&dst.PromptTokensCached, &src.PromptTokensCached},
+		{&dst.OutputTokens, &src.OutputTokens},
 	} {
 		if f.s.OK && !(onlyUnset && f.d.OK) {
 			*f.d = *f.s
 		}
 	}
+}
+
+// engineTokens are the deltas of the engine's token counters between two snapshots; nil
+// when it exports none. A counter that went down (the engine restarted) gives no figure.
+func engineTokens(first, last engine.Snapshot) *result.EngineTokens {
+	delta := func(a, b engine.Value) *float64 {
+		if !a.OK || !b.OK || b.V < a.V {
+			return nil
+		}
+		d := b.V - a.V
+		return &d
+	}
+	t := &result.EngineTokens{
+		PromptProcessed: delta(first.PromptTokens, last.PromptTokens),
+		PromptCached:    delta(first.PromptTokensCached, last.PromptTokensCached),
+		Output:          delta(first.OutputTokens, last.OutputTokens),
+	}
+	if t.PromptProcessed == nil && t.PromptCached == nil && t.Output == nil {
+		return nil
+	}
+	return t
 }

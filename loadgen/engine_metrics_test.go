@@ -160,3 +160,61 @@ func TestEngineSamplerNonFiniteMetricsKeepTheRecord(t *testing.T) {
 		t.Errorf("note %q: want both dropped metrics named", note)
 	}
 }
+
+// countingEngine counts prompt tokens when a request arrives and output tokens when it
+// ends, as an engine's counters do.
+type countingEngine struct {
+	f              *fakeServer
+	prompt, output atomic.Int64
+}
+
+func (c *countingEngine) Stream(ctx context.Context, req *engine.Request, res *engine.Result) {
+	c.prompt.Add(10) // the fake's usage says 10 prompt tokens
+	c.f.Stream(ctx, req, res)
+	c.output.Add(int64(res.OutputTokens))
+}
+
+// TestEngineTokensCoverExactlyTheMeasuredRequests: the engine's token counters over the
+// window equal the tokens of the measured requests, warm-up excluded, even when the engine
+// answers the first scrape late (llama.cpp queues /metrics behind the requests). The first
+// scrape is taken before the first measured request is sent.
+func TestEngineTokensCoverExactlyTheMeasuredRequests(t *testing.T) {
+	epoch := time.Now()
+	eng := &countingEngine{f: newFake(epoch, 2*time.Millisecond, 3, time.Millisecond, false)}
+	var scrapes atomic.Int64
+	s := &EngineSampler{Every: time.Hour, Epoch: epoch, Scrape: func(ctx context.Context) (engine.Snapshot, error) {
+		if scrapes.Add(1) == 1 {
+			time.Sleep(60 * time.Millisecond) // read the counters late
+		}
+		return engine.Snapshot{
+			PromptTokens:       engine.Value{V: float64(eng.prompt.Load()), OK: true},
+			PromptTokensCached: engine.Value{V: 0, OK: true},
+			OutputTokens:       engine.Value{V: float64(eng.output.Load()), OK: true},
+		}, nil
+	}}
+	cfg := baseConfig(eng, &fakeSource{arrivals: constant(200, 6)}, epoch)
+	cfg.Warmup = 2
+	cfg.OpenWindow, cfg.Observe = s.Prime, s.Run
+	out := run(t, cfg)
+	var rec result.Record
+	s.Apply(&rec)
+	var prompt, output int
+	for _, r := range out.Measured {
+		if r.Error != "" {
+			t.Fatalf("request failed: %+v", r)
+		}
+		prompt += r.PromptTokens
+		output += r.OutputTokens
+	}
+	et := rec.Summary.EngineTokens
+	if et == nil || et.PromptProcessed == nil || et.Output == nil || et.PromptCached == nil {
+		t.Fatalf("engine tokens %+v", et)
+	}
+	if *et.PromptProcessed != float64(prompt) || *et.Output != float64(output) || *et.PromptCached != 0 {
+		t.Errorf("engine counted prompt %v (cached %v), output %v over the window; the measured requests had %d and %d",
+			*et.PromptProcessed, *et.PromptCached, *et.Output, prompt, output)
+	}
+	if eng.prompt.Load() != int64(prompt)+20 {
+		t.Errorf("the engine saw %d prompt tokens, want the 2 warm-up requests' 20 besides", eng.prompt.Load())
+	}
+}

@@ -83,6 +83,10 @@ type Config struct {
 	// Observe, when set, is started when the measured window opens; its context is
 	// canceled when the window closes and Run waits for it to return.
 	Observe func(ctx context.Context)
+	// OpenWindow, when set, is called once the warm-up has ended and before the first
+	// measured request is sent (the engine sampler's first scrape, so that counter deltas
+	// cover exactly the measured requests).
+	OpenWindow func(ctx context.Context)
 
 	// pacing selects how the open-loop dispatcher waits; the zero value is the most
 	// accurate one this platform offers. Benchmarks compare the others.
@@ -159,6 +163,9 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		return out, nil
 	}
 
+	if cfg.OpenWindow != nil {
+		cfg.OpenWindow(r.ctx)
+	}
 	var obsDone chan struct{}
 	obsCtx, obsCancel := context.WithCancel(r.ctx)
 	if cfg.Observe != nil {

@@ -343,7 +343,7 @@ func (r *Runner) Run(ctx context.Context, f *workload.File, w *workload.Workload
 		Environment:  t.Flat,
 		Engine: &result.EngineInfo{
 			Name: t.ID.Engine, Version: t.ID.Version, ModelID: t.ID.ModelID, ModelRevision: t.ID.ModelRevision,
-			MaxContext: t.ID.MaxContext, KVCapacityTokens: t.ID.KVCapacityTokens, KVSource: t.ID.KVSource, Notes: t.ID.Notes,
+			MaxContext: t.ID.MaxContext, ContextSource: t.ID.ContextSource, KVCapacityTokens: t.ID.KVCapacityTokens, KVSource: t.ID.KVSource, Notes: t.ID.Notes,
 		},
 		Mode:        "open",
 		RunID:       r.newRunID(),
@@ -438,7 +438,7 @@ func (r *Runner) Run(ctx context.Context, f *workload.File, w *workload.Workload
 		}
 		sc := &engine.Scraper{URL: url, Set: t.ID.Metrics, APIKey: t.APIKey, Timeout: r.ProbeTimeout}
 		sampler = &loadgen.EngineSampler{Scrape: sc.Scrape, Every: f.Target.Metrics.Interval, Epoch: epoch}
-		cfg.Observe = sampler.Run
+		cfg.OpenWindow, cfg.Observe = sampler.Prime, sampler.Run
 	}
 	out, err := loadgen.Run(ctx, cfg)
 	if r.Progress != nil && r.ProgressDone != nil {

@@ -204,11 +204,25 @@ type Summary struct {
 	Running            *Gauge   `json:"running,omitempty"`
 	Preemptions        *float64 `json:"preemptions,omitempty"`           // counter delta over the window
 	PrefixCacheHitRate *float64 `json:"prefix_cache_hit_rate,omitempty"` // 0..1
+	// EngineTokens are the engine's own token counters over the window, where it exports
+	// them (llama.cpp): the prompt work it really did, beside what was sent.
+	EngineTokens *EngineTokens `json:"engine_tokens,omitempty"`
 
 	// KVConcurrency is the KV-limited concurrency for this workload's request sizes.
 	KVConcurrency *KVConcurrency `json:"kv_concurrency,omitempty"`
 	// LittleLaw checks mean in flight against arrival rate × mean E2E.
 	LittleLaw *LittleLaw `json:"little_law,omitempty"`
+}
+
+// EngineTokens are deltas of the engine's token counters from the scrape before the first
+// measured request to the scrape after the last one ended; nil fields were not exported.
+// PromptProcessed + PromptCached is every prompt token the engine received (it equals the
+// sum of the requests' prompt tokens when nothing else used the engine); PromptCached /
+// (PromptProcessed + PromptCached) is the prefix-cache hit rate.
+type EngineTokens struct {
+	PromptProcessed *float64 `json:"prompt_processed,omitempty"` // computed; cache hits excluded
+	PromptCached    *float64 `json:"prompt_cached,omitempty"`    // served from the prefix cache
+	Output          *float64 `json:"output,omitempty"`           // generated
 }
 
 // Gauge summarizes a server gauge sampled over the window.
@@ -225,6 +239,7 @@ type EngineInfo struct {
 	ModelID          string   `json:"model_id"`
 	ModelRevision    string   `json:"model_revision,omitempty"`
 	MaxContext       int      `json:"max_context,omitempty"`
+	ContextSource    string   `json:"context_source,omitempty"`
 	KVCapacityTokens int64    `json:"kv_capacity_tokens,omitempty"`
 	KVSource         string   `json:"kv_source,omitempty"`
 	Notes            []string `json:"notes,omitempty"`
