@@ -45,7 +45,7 @@ func TestRunRefusesWorkloadOverContext(t *testing.T) {
 		})
 	}
 	// The engine saw no generation request at all.
-	if n := simCounter(t, url, "vllm:prompt_tokens_total"); n != 0 {
+	if n := pageCounter(t, url, "vllm:prompt_tokens_total"); n != 0 {
 		t.Errorf("the simulator processed %v prompt tokens, want 0: requests were sent", n)
 	}
 
@@ -58,8 +58,8 @@ func TestRunRefusesWorkloadOverContext(t *testing.T) {
 	}
 }
 
-// simCounter reads one counter from the simulator's metrics page.
-func simCounter(t *testing.T, url, name string) float64 {
+// pageCounter reads one counter from an engine's metrics page.
+func pageCounter(t *testing.T, url, name string) float64 {
 	t.Helper()
 	resp, err := http.Get(strings.TrimSuffix(url, "/v1") + "/metrics")
 	if err != nil {

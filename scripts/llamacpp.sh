@@ -13,7 +13,8 @@
 # ../shared/models/stories260K.gguf, relative to the repository root), LLAMACPP_PORT
 # (default: a free port), LLAMACPP_PARALLEL (slots, -np; default 4; "auto" leaves -np out
 # and lets the server choose), LLAMACPP_CTX (-c, the context of the whole server; default
-# 2048), LLAMACPP_THREADS (-t; default 1), LLAMACPP_ARGS (more llama-server arguments),
+# 2048), LLAMACPP_THREADS (-t; default 1), LLAMACPP_ALIAS (the model id the server lists;
+# default stories260k), LLAMACPP_ARGS (more llama-server arguments),
 # LLAMACPP_STATE (default /tmp/slogate-llamacpp.env), LLAMACPP_START_TIMEOUT (seconds to
 # wait for /health, default 60), LLAMACPP_BUILD_JOBS (default 2).
 set -euo pipefail
@@ -143,7 +144,7 @@ cmd_start() {
 	# graph node, and on a small, busy CI machine a descheduled thread stalls each barrier
 	# for a time slice (with 2 threads beside the client, a run slowed 200x).
 	local args=(-m "$model" --host 127.0.0.1 --port "$port" -t "${LLAMACPP_THREADS:-1}"
-		-c "${LLAMACPP_CTX:-2048}" --metrics --slots --props)
+		-c "${LLAMACPP_CTX:-2048}" --metrics --slots --alias "${LLAMACPP_ALIAS:-stories260k}")
 	[[ $parallel == auto ]] || args+=(-np "$parallel")
 	# shellcheck disable=SC2206
 	[[ -z ${LLAMACPP_ARGS:-} ]] || args+=($LLAMACPP_ARGS)
