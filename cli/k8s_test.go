@@ -195,7 +195,7 @@ func TestKubernetesIndexedJob(t *testing.T) {
 		os.MkdirAll(d, 0o755)
 	}
 	cfg := strings.Replace(scaleConfig, "target: {api: completions, engine: auto}", "target: {api: completions, engine: auto, url: "+strconv.Quote(url)+"}", 1) +
-		"gate:\n  baselines: /baselines\n  drift: {tool.version: ignore}\n"
+		"gate:\n  baselines: /baselines\n  drift: {tool.version: ignore}\n  rules:\n    goodput: {direction: higher, tolerance: 50%}\n    error_rate: {max: 5%}\n"
 	cfgLocal := strings.Replace(cfg, "baselines: /baselines", "baselines: "+mounts["/baselines"], 1)
 	os.WriteFile(filepath.Join(mounts["/config"], "slogate.yaml"), []byte(cfgLocal), 0o644)
 

@@ -291,7 +291,7 @@ func ciStep(t *testing.T, env map[string]string) (int, string, map[string]string
 // gates the merged run and posts one comment.
 func TestCIShardMatrixFanIn(t *testing.T) {
 	url := startSim(t, sim.Options{Seed: 1})
-	cfg := scaleConfig + "gate:\n  baselines: baselines\n  drift: {tool.version: ignore}\n"
+	cfg := scaleConfig + "gate:\n  baselines: baselines\n  drift: {tool.version: ignore}\n  rules:\n    goodput: {direction: higher, tolerance: 50%}\n    error_rate: {max: 5%}\n"
 	gh := newFakeGitHub(t)
 	job := func() string {
 		dir := t.TempDir()
