@@ -20,7 +20,11 @@ func (b *Baseline) DistributionRecord() *result.Record {
 		Schema: result.Schema, Workload: b.Workload, WorkloadHash: b.WorkloadHash, Hardware: b.Hardware,
 		Mode: b.Mode, Start: b.Trials[0].Start, ToolVersion: b.ToolVersion, Environment: b.Environment,
 		Summary: b.Trials[0].Summary, Requests: make([]result.Request, r.len()),
-		Notes: []string{"rebuilt from the baseline file: latency distributions only, no timelines"},
+		Notes:  []string{"rebuilt from the baseline file: latency distributions only, no timelines"},
+		Source: b.Source,
+	}
+	if b.Source != nil {
+		rec.Notes = append(rec.Notes, "provenance: "+b.Source.Line())
 	}
 	for i := range rec.Requests {
 		q := &rec.Requests[i]

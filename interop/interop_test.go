@@ -289,3 +289,23 @@ func TestGolden(t *testing.T) {
 		}
 	}
 }
+
+// TestVLLMAppended: --append-result writes one JSON object a line; each is a record,
+// and says which one it is.
+func TestVLLMAppended(t *testing.T) {
+	opt := testOptions(t, "slogate.yaml", "vllm-chat")
+	a, _ := os.ReadFile(filepath.Join(fixtures, "vllm/baseline.json"))
+	b, _ := os.ReadFile(filepath.Join(fixtures, "vllm/candidate.json"))
+	recs, err := Import(ToolVLLM, "appended.json", bytes.Join([][]byte{a, b}, []byte("\n")), nil, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 2 || recs[0].Source.Benchmark != "result 1 of 2" || recs[1].Summary.Completed != 117 {
+		t.Fatalf("%d records; first %+v", len(recs), recs[0].Source)
+	}
+	// A broken second object is named by its line.
+	_, err = Import(ToolVLLM, "appended.json", bytes.Join([][]byte{a, []byte(`{"date": 7}`)}, []byte("\n")), nil, opt)
+	if err == nil || !strings.Contains(err.Error(), "appended.json:2: ") {
+		t.Errorf("error %v; want it to name line 2", err)
+	}
+}

@@ -95,7 +95,11 @@ func parseVLLM(path string, data []byte) ([]*imported, error) {
 }
 
 func vllmOne(path string, data []byte, base int64, raw json.RawMessage) (*imported, error) {
-	line := lineAt(data, base+int64(len(raw)-len(bytes.TrimLeft(raw, " \t\r\n"))))
+	// The decoder's offset is where the previous value ended: skip the space before this one.
+	for base < int64(len(data)) && bytes.IndexByte([]byte(" \t\r\n"), data[base]) >= 0 {
+		base++
+	}
+	line := lineAt(data, base)
 	bad := func(field, format string, args ...any) error {
 		return &FormatError{Path: path, Line: line, Field: field, Reason: fmt.Sprintf(format, args...)}
 	}
