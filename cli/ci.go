@@ -25,7 +25,8 @@ import (
 const ciUsage = `slogate ci
 
 The GitHub Action's entry point. Reads the Action's inputs from the environment
-(INPUT_CONFIG, INPUT_MODE, INPUT_TARGET, INPUT_GITHUB-TOKEN, INPUT_COMMENT, INPUT_FAIL-ON,
+(INPUT_CONFIG, INPUT_MODE, INPUT_TARGET, INPUT_GITHUB-TOKEN, INPUT_COMMENT (always,
+not-pass or never), INPUT_FAIL-ON,
 INPUT_ALLOW-FORK-PRS, INPUT_WORKING-DIRECTORY) and, by mode:
   gate      run, gate against the committed baselines, report, publish (pull requests)
   baseline  run and write new baselines; outside a pull request, open a pull request with them
@@ -201,8 +202,9 @@ func (c *ci) gateRecords(ctx context.Context, recs []*result.Record, code int) i
 	c.annotate(res)
 	c.setOutputs()
 
-	if c.in.Comment && c.gh.IsPullRequest() && c.in.Token != "" {
-		if code := c.comment(ctx, marker, md); code != ExitOK {
+	post, create := ghaction.StickyPlan(c.in.CommentMode, res.Verdict == gate.Pass)
+	if post && c.gh.IsPullRequest() && c.in.Token != "" {
+		if code := c.comment(ctx, marker, md, create); code != ExitOK {
 			return code
 		}
 		c.setOutputs()
@@ -268,18 +270,27 @@ func (c *ci) meta(ctx context.Context, marker string, res *gate.Result) *report.
 	return m
 }
 
-func (c *ci) comment(ctx context.Context, marker, md string) int {
+// comment posts md as the sticky comment; with create false it only updates an existing
+// one (comment mode not-pass on a pass).
+func (c *ci) comment(ctx context.Context, marker, md string, create bool) int {
 	pub, err := ghaction.NewPublisher(c.in.Token, c.gh.APIURL, nil)
 	if err != nil {
 		c.errorf("github: %v", err)
 		return ExitFailure
 	}
 	pub.Owner, pub.Repo = c.gh.Owner, c.gh.Repo
-	url, _, err := pub.Upsert(ctx, c.gh.PRNumber, marker, md)
+	var url string
+	if create {
+		url, _, err = pub.Upsert(ctx, c.gh.PRNumber, marker, md)
+	} else {
+		url, err = pub.UpdateSticky(ctx, c.gh.PRNumber, marker, md)
+	}
 	if url != "" {
 		c.out.CommentURL = url
 	}
 	switch {
+	case err == nil && url == "":
+		fmt.Fprintf(c.stderr, "slogate: verdict pass and no comment yet: none posted (comment: %s)\n", c.in.CommentMode)
 	case err == nil:
 		fmt.Fprintf(c.stderr, "slogate: comment %s\n", url)
 	case ghaction.IsWarning(err):

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -113,6 +114,7 @@ func TestCIEndToEnd(t *testing.T) {
 	pushEvent := filepath.Join(dir, "push.json")
 	os.WriteFile(pushEvent, []byte(`{"ref":"refs/heads/main"}`), 0o644)
 
+	extra := map[string]string{} // further INPUT_ variables
 	ci := func(mode, event, eventPath, token string) (int, string, string, map[string]string) {
 		t.Helper()
 		outFile, sumFile := filepath.Join(dir, "out-"+mode), filepath.Join(dir, "summary-"+mode)
@@ -121,6 +123,9 @@ func TestCIEndToEnd(t *testing.T) {
 			"INPUT_WORKING-DIRECTORY": dir, "GITHUB_API_URL": gh.srv.URL, "GITHUB_REPOSITORY": "acme/serving",
 			"GITHUB_EVENT_NAME": event, "GITHUB_EVENT_PATH": eventPath, "GITHUB_OUTPUT": outFile, "GITHUB_STEP_SUMMARY": sumFile,
 			"GITHUB_SERVER_URL": "https://github.com", "GITHUB_RUN_ID": "42", "GITHUB_SHA": "0123456789abcdef",
+		}
+		for k, v := range extra {
+			env[k] = v
 		}
 		os.Remove(outFile)
 		a, out, errb := testApp(t)
@@ -209,16 +214,38 @@ func TestCIEndToEnd(t *testing.T) {
 		t.Fatalf("second gate: exit %d\n%s", code, log)
 	}
 	gh.mu.Lock()
-	defer gh.mu.Unlock()
 	if len(gh.comments) != 1 || gh.comments[0].Body == "" {
 		t.Fatalf("comments after two runs: %d", len(gh.comments))
 	}
+	defer gh.mu.Unlock()
 	patched := false
 	for _, c := range gh.calls {
 		patched = patched || strings.HasPrefix(c, "PATCH /repos/acme/serving/issues/comments/100")
 	}
 	if !patched {
 		t.Errorf("no PATCH of comment 100; calls %v", gh.calls)
+	}
+
+	// 4. comment: not-pass still updates the existing comment, whatever the verdict (a
+	// pass must not leave a stale one), and on a pass creates none where there is none.
+	extra["INPUT_COMMENT"] = "not-pass"
+	gh.calls = nil
+	gh.mu.Unlock()
+	code, log, _, outputs = ci("gate", "pull_request", prEvent, "tok-1")
+	gh.mu.Lock()
+	if code != ExitOK || len(gh.comments) != 1 || !slices.Contains(gh.calls, "PATCH /repos/acme/serving/issues/comments/100") {
+		t.Errorf("not-pass with a comment: exit %d, %d comments, calls %v\n%s", code, len(gh.comments), gh.calls, log)
+	}
+	gh.comments = nil
+	gh.mu.Unlock()
+	code, log, _, outputs = ci("gate", "pull_request", prEvent, "tok-1")
+	gh.mu.Lock()
+	wantComments := 1
+	if outputs["verdict"] == "pass" {
+		wantComments = 0
+	}
+	if code != ExitOK || len(gh.comments) != wantComments {
+		t.Errorf("not-pass without a comment, verdict %s: %d comments, want %d\n%s", outputs["verdict"], len(gh.comments), wantComments, log)
 	}
 }
 

@@ -25,8 +25,9 @@ type Inputs struct {
 	Token            string // github-token; never printed
 	FailOn           string // fail | warn | never
 	WorkingDirectory string
-	Comment          bool // post the sticky pull-request comment
-	AllowForkPRs     bool // run the workload on a pull request from a fork
+	Comment          bool   // post the sticky pull-request comment at all (CommentMode is not never)
+	CommentMode      string // always | not-pass | never: see CommentModes
+	AllowForkPRs     bool   // run the workload on a pull request from a fork
 	// Shard ("i/n") and StartAt (a wall-clock time) make the run one shard of a run
 	// split over several runners; Shards is the directory of shard records that mode
 	// merge merges and gates.
@@ -37,6 +38,11 @@ type Inputs struct {
 var (
 	Modes   = []string{"gate", "baseline", "audit", "run", "merge"}
 	FailOns = []string{"fail", "warn", "never"}
+	// CommentModes say when the sticky comment is posted: always; not-pass only when the
+	// verdict is not a pass (an existing comment is still updated when the state returns
+	// to pass, so it never shows a stale failure); never. true and false, the input's
+	// older values, mean always and never.
+	CommentModes = []string{CommentAlways, CommentNotPass, CommentNever}
 	// The values the Actions toolkit's getBooleanInput accepts (YAML 1.2 core schema);
 	// "yes", "1" and the like are rejected there too, so a workflow that works with one
 	// action behaves the same with this one.
@@ -81,13 +87,52 @@ func ReadInputs(a *githubactions.Action) (Inputs, error) {
 		errs = append(errs, errors.New("input mode: merge needs the input shards: the directory the shard jobs' records were downloaded to"))
 	}
 	var err error
-	if in.Comment, err = boolInput(a, "comment", true); err != nil {
+	if in.CommentMode, err = commentInput(a); err != nil {
 		errs = append(errs, err)
 	}
+	in.Comment = in.CommentMode != CommentNever
 	if in.AllowForkPRs, err = boolInput(a, "allow-fork-prs", false); err != nil {
 		errs = append(errs, err)
 	}
 	return in, errors.Join(errs...)
+}
+
+// Comment modes.
+const (
+	CommentAlways  = "always"
+	CommentNotPass = "not-pass"
+	CommentNever   = "never"
+)
+
+func commentInput(a *githubactions.Action) (string, error) {
+	v := a.GetInput("comment")
+	switch {
+	case v == "":
+		return CommentAlways, nil
+	case contains(CommentModes, v):
+		return v, nil
+	case contains(boolTrue, v):
+		return CommentAlways, nil
+	case contains(boolFalse, v):
+		return CommentNever, nil
+	}
+	return CommentAlways, fmt.Errorf("input %q: invalid value %q; valid values: %s (true and false are the older spellings of always and never)",
+		"comment", v, quoteList(CommentModes))
+}
+
+// StickyPlan says what to do with the sticky comment under a comment mode: post it (create
+// or update), update it only if it exists, or leave it alone. passed is whether the
+// verdict is a plain pass.
+func StickyPlan(mode string, passed bool) (post, create bool) {
+	switch mode {
+	case CommentNever:
+		return false, false
+	case CommentNotPass:
+		// A pass creates nothing, but an existing comment (from an earlier failing push) is
+		// updated so that it does not keep saying "fail".
+		return true, !passed
+	}
+	return true, true
 }
 
 func oneOf(name, v string, valid []string) error {

@@ -24,7 +24,7 @@ func TestReadInputs(t *testing.T) {
 	}{
 		// Nothing set: the documented defaults.
 		{"defaults", map[string]string{},
-			Inputs{Config: "slogate.yaml", Mode: "gate", FailOn: "fail", Comment: true}},
+			Inputs{Config: "slogate.yaml", Mode: "gate", FailOn: "fail", Comment: true, CommentMode: "always"}},
 		// Everything set; the token input keeps its hyphen in the variable name, as the
 		// runner sets it; surrounding whitespace from YAML block scalars is trimmed.
 		{"all set", map[string]string{
@@ -37,12 +37,12 @@ func TestReadInputs(t *testing.T) {
 			"INPUT_ALLOW-FORK-PRS":    "TRUE",
 			"INPUT_WORKING-DIRECTORY": "serving",
 		}, Inputs{Config: "bench/slogate.yaml", Mode: "baseline", Target: "http://127.0.0.1:8000", Token: "ghs_x",
-			FailOn: "warn", WorkingDirectory: "serving", Comment: false, AllowForkPRs: true}},
+			FailOn: "warn", WorkingDirectory: "serving", Comment: false, CommentMode: "never", AllowForkPRs: true}},
 		// The other valid values of the enumerations.
 		{"audit, never", map[string]string{"INPUT_MODE": "audit", "INPUT_FAIL-ON": "never", "INPUT_COMMENT": "True"},
-			Inputs{Config: "slogate.yaml", Mode: "audit", FailOn: "never", Comment: true}},
+			Inputs{Config: "slogate.yaml", Mode: "audit", FailOn: "never", Comment: true, CommentMode: "always"}},
 		{"run", map[string]string{"INPUT_MODE": "run", "INPUT_ALLOW-FORK-PRS": "false"},
-			Inputs{Config: "slogate.yaml", Mode: "run", FailOn: "fail", Comment: true}},
+			Inputs{Config: "slogate.yaml", Mode: "run", FailOn: "fail", Comment: true, CommentMode: "always"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,6 +54,39 @@ func TestReadInputs(t *testing.T) {
 				t.Errorf("inputs (-want +got):\n%s", d)
 			}
 		})
+	}
+}
+
+func TestCommentModes(t *testing.T) {
+	for _, c := range []struct {
+		input, want string
+	}{
+		{"", CommentAlways}, {"always", CommentAlways}, {"not-pass", CommentNotPass}, {"never", CommentNever},
+		// The input's older boolean values keep working.
+		{"true", CommentAlways}, {"FALSE", CommentNever},
+	} {
+		in, err := ReadInputs(newAction(map[string]string{"INPUT_COMMENT": c.input}, &bytes.Buffer{}))
+		if err != nil || in.CommentMode != c.want || in.Comment != (c.want != CommentNever) {
+			t.Errorf("comment %q: mode %q, comment %v, err %v; want %q", c.input, in.CommentMode, in.Comment, err, c.want)
+		}
+	}
+	for _, c := range []struct {
+		mode          string
+		passed        bool
+		post, creates bool
+	}{
+		{CommentAlways, true, true, true},
+		{CommentAlways, false, true, true},
+		// not-pass: a failure creates the comment...
+		{CommentNotPass, false, true, true},
+		// ...and a pass only updates one that exists, so a fixed PR does not keep a stale "fail".
+		{CommentNotPass, true, true, false},
+		{CommentNever, false, false, false},
+	} {
+		post, create := StickyPlan(c.mode, c.passed)
+		if post != c.post || create != c.creates {
+			t.Errorf("StickyPlan(%s, passed %v) = %v, %v; want %v, %v", c.mode, c.passed, post, create, c.post, c.creates)
+		}
 	}
 }
 
@@ -74,7 +107,7 @@ func TestReadInputsInvalid(t *testing.T) {
 			[]string{`input "fail-on": invalid value "error"; valid values: "fail", "warn", "never"`}},
 		// "yes" is not a boolean to the Actions toolkit either.
 		{"comment", map[string]string{"INPUT_COMMENT": "yes"},
-			[]string{`input "comment": invalid value "yes"; valid values: "true", "True", "TRUE", "false", "False", "FALSE"`}},
+			[]string{`input "comment": invalid value "yes"; valid values: "always", "not-pass", "never" (true and false are the older spellings of always and never)`}},
 		// "1" is not either: a security switch must not be turned on by accident.
 		{"allow-fork-prs", map[string]string{"INPUT_ALLOW-FORK-PRS": "1"},
 			[]string{`input "allow-fork-prs": invalid value "1"; valid values: "true", "True", "TRUE", "false", "False", "FALSE"`}},
@@ -83,7 +116,7 @@ func TestReadInputsInvalid(t *testing.T) {
 			[]string{
 				`input "mode": invalid value "x"; valid values: "gate", "baseline", "audit", "run", "merge"`,
 				`input "fail-on": invalid value "y"; valid values: "fail", "warn", "never"`,
-				`input "comment": invalid value "z"; valid values: "true", "True", "TRUE", "false", "False", "FALSE"`,
+				`input "comment": invalid value "z"; valid values: "always", "not-pass", "never" (true and false are the older spellings of always and never)`,
 				`input "allow-fork-prs": invalid value "w"; valid values: "true", "True", "TRUE", "false", "False", "FALSE"`,
 			}},
 	}

@@ -86,6 +86,18 @@ func IsWarning(err error) bool {
 // listed again, because a create that timed out or answered 5xx may still have landed,
 // and a blind retry would duplicate it.
 func (p *Publisher) Upsert(ctx context.Context, pr int, marker, body string) (url string, created bool, err error) {
+	return p.upsert(ctx, pr, marker, body, true)
+}
+
+// UpdateSticky is Upsert that never creates: it updates our sticky comment when there is
+// one and otherwise does nothing (url ""). Comment mode not-pass uses it on a pass, so that
+// a comment left by an earlier failure does not go on saying "fail".
+func (p *Publisher) UpdateSticky(ctx context.Context, pr int, marker, body string) (url string, err error) {
+	url, _, err = p.upsert(ctx, pr, marker, body, false)
+	return url, err
+}
+
+func (p *Publisher) upsert(ctx context.Context, pr int, marker, body string, create bool) (url string, created bool, err error) {
 	if err := p.check(); err != nil {
 		return "", false, err
 	}
@@ -127,6 +139,9 @@ func (p *Publisher) Upsert(ctx context.Context, pr int, marker, body string) (ur
 				return c.GetHTMLURL(), false, dup
 			}
 			return c.GetHTMLURL(), false, nil
+		}
+		if !create {
+			return "", false, nil
 		}
 
 		c, _, err := p.Client.Issues.CreateComment(ctx, p.Owner, p.Repo, pr, &github.IssueComment{Body: github.String(body)})

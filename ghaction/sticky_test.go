@@ -536,3 +536,28 @@ func TestParseRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+// TestUpdateStickyNeverCreates: comment mode not-pass on a pass updates our comment where
+// one exists (a fixed pull request must not keep saying "fail") and creates none where
+// there is none.
+func TestUpdateStickyNeverCreates(t *testing.T) {
+	f := newFake(t)
+	f.login = "slogate-bot"
+	f.addComment("alice", "LGTM")
+	p, _ := f.publisher(t)
+	url, err := p.UpdateSticky(testCtx(t), fakePR, marker, bodyV1)
+	if err != nil || url != "" {
+		t.Errorf("no sticky comment: got (%q, %v), want nothing done", url, err)
+	}
+	checkCalls(t, f, []apiCall{userCall, listCall(1)})
+
+	f = newFake(t)
+	f.login = "slogate-bot"
+	ours := f.addComment("slogate-bot", bodyV2)
+	p, _ = f.publisher(t)
+	url, err = p.UpdateSticky(testCtx(t), fakePR, marker, bodyV1)
+	if err != nil || url != commentURL(ours) {
+		t.Errorf("a sticky comment: got (%q, %v), want it updated", url, err)
+	}
+	checkCalls(t, f, []apiCall{userCall, listCall(1), editCall(ours, bodyV1)})
+}
