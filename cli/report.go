@@ -173,10 +173,13 @@ func renderReports(in renderInput) (string, []byte, error) {
 	if len(recs) == 0 {
 		return md, nil, errors.New("no run records to render")
 	}
+	hw := gate.HardwareOf(recs[0])
+	// A history that cannot be read costs the trend charts, not the report.
+	hist, _ := in.store.History(recs[0].Workload, hw)
 	var html bytes.Buffer
 	if err := report.WriteHTML(&html, report.HTMLReport{
-		Title: "slogate: " + recs[0].Workload, Generated: generated, Verdict: string(in.res.Verdict), Candidate: recs[0],
-		Baseline: baselineRecord(in.store, recs[0]),
+		Title: "slogate: " + recs[0].Workload + " on " + hw, Generated: generated, Gate: in.res, Candidate: recs[0],
+		Baseline: baselineRecord(in.store, recs[0]), History: hist, HistoryPath: in.store.HistoryPath(recs[0].Workload, hw),
 	}); err != nil {
 		return "", nil, fmt.Errorf("rendering the HTML report: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slogate/slogate/gate"
 	"github.com/slogate/slogate/result"
 )
 
@@ -34,11 +35,19 @@ type HTMLReport struct {
 	Sections  []HTMLSection
 	Candidate *result.Record
 	Baseline  *result.Record
+	// Gate, when set, opens the page: the verdict of every rule of every workload, then
+	// every environment field compared. Verdict defaults to its headline.
+	Gate *gate.Result
+	// History is the candidate's workload's baseline history, oldest first, drawn as one
+	// trend per gated metric with the candidate marked; HistoryPath names its file.
+	History     []gate.HistoryEntry
+	HistoryPath string
 }
 
-// WriteHTML writes a self-contained HTML page: the verdict, the caller's sections, the
-// runs side by side (summary numbers, errors, environment, notes), then the charts as
-// inline SVG. It has no script, no external font, image or style sheet: it opens offline.
+// WriteHTML writes a self-contained HTML page: the verdict, the verdict of every rule and
+// the environment drift (with Gate), the charts as inline SVG (baseline beside candidate,
+// then the history's trends), the caller's sections, then the runs side by side (summary
+// numbers, errors, environment, notes). It has no script, no external font, image or style sheet: it opens offline.
 // Every string from a record is escaped (html/template). A chart that cannot be drawn is
 // replaced by a message saying why; the page is still written. Nothing is written to w
 // unless the whole page rendered.
@@ -59,6 +68,9 @@ func WriteHTML(w io.Writer, r HTMLReport) error {
 type page struct {
 	Title, Generated, Verdict, VerdictClass string
 	Sections                                []HTMLSection
+	HasGate                                 bool
+	Verdicts                                []verdictRow
+	Drift                                   []driftRow
 	Runs                                    []string // column heads: baseline first
 	RunRows, FigureRows                     []row
 	Latency                                 []latencyRow
@@ -106,6 +118,15 @@ func buildPage(r HTMLReport) page {
 	if pg.Title == "" {
 		pg.Title = "slogate report: " + r.Candidate.Workload
 	}
+	if r.Gate != nil {
+		pg.HasGate = true
+		pg.Verdicts = verdictRows(r.Gate)
+		pg.Drift = driftRows(r.Gate)
+		if pg.Verdict == "" {
+			pg.Verdict = plainHeadline(r.Gate)
+		}
+		pg.VerdictClass = htmlVerdictClass(r.Gate.Verdict)
+	}
 	if !r.Generated.IsZero() {
 		pg.Generated = r.Generated.UTC().Format("2006-01-02 15:04:05 UTC")
 	}
@@ -119,6 +140,7 @@ func buildPage(r HTMLReport) page {
 	pg.Env, pg.EnvDiffers = envRows(rs)
 	pg.Notes = notes(rs)
 	pg.Charts = charts(r.Candidate, r.Baseline)
+	pg.Charts = append(pg.Charts, trendCharts(r)...)
 	return pg
 }
 
@@ -127,7 +149,7 @@ func verdictClass(v string) string {
 	switch {
 	case strings.HasPrefix(v, "fail"):
 		return "fail"
-	case strings.HasPrefix(v, "warn"), strings.HasPrefix(v, "incomparable"):
+	case strings.HasPrefix(v, "warn"), strings.HasPrefix(v, "incomparable"), strings.HasPrefix(v, "no baseline"), strings.HasPrefix(v, "no_baseline"):
 		return "warn"
 	case strings.HasPrefix(v, "pass"), strings.HasPrefix(v, "improved"):
 		return "pass"
@@ -487,13 +509,41 @@ figcaption b { color: #1b1f24; }
 figure svg { width: 100%; max-width: 56rem; height: auto; display: block; }
 figure svg text { font-family: "Liberation Sans", Arial, Helvetica, sans-serif !important; }
 ul.notes li { margin: 0.2rem 0; }
+td.v { font-weight: 600; white-space: nowrap; }
+td.v.pass { background: #dafbe1; }
+td.v.warn { background: #fff8c5; }
+td.v.fail { background: #ffebe9; }
 </style>
 </head>
 <body>
 <h1>{{.Title}}</h1>
 {{if .Generated}}<p class="meta">Generated {{.Generated}}</p>
 {{end}}{{if .Verdict}}<p class="verdict {{.VerdictClass}}">{{.Verdict}}</p>
-{{end}}{{range .Sections}}<section>
+{{end}}{{if .HasGate}}<section id="verdicts">
+<h2>Verdict of every rule</h2>
+<table class="verdicts">
+<tr><th>workload</th><th>metric</th><th>baseline</th><th>candidate</th><th>Δ</th><th>interval</th><th>tolerance</th><th>resolution</th><th>verdict</th><th>reason</th></tr>
+{{range .Verdicts}}<tr>{{if .Span}}<th rowspan="{{.Span}}">{{.Workload}}</th>{{end}}<td class="mono">{{.Metric}}</td><td class="n">{{.Baseline}}</td><td class="n">{{.Candidate}}</td><td class="n">{{.Delta}}</td><td class="n">{{.Interval}}</td><td class="n">{{.Tolerance}}</td><td class="n">{{.Resolution}}</td><td class="v {{.Class}}">{{.Verdict}}</td><td>{{.Reason}}</td></tr>
+{{end}}</table>
+<p class="def">Δ is candidate / baseline − 1; the interval is its bootstrap interval over whole requests (or the spread of repeated trials); resolution is the half-width these sample sizes can tell from noise.</p>
+</section>
+<section id="drift">
+<h2>Environment drift</h2>
+{{if .Drift}}<table>
+<tr><th>workload</th><th>field</th><th>baseline</th><th>candidate</th><th>status</th><th>policy</th><th>verdict</th></tr>
+{{range .Drift}}<tr{{if .Changed}} class="differs"{{end}}><td>{{.Workload}}</td><td class="mono">{{.Field}}</td><td class="mono">{{.Baseline}}</td><td class="mono">{{.Candidate}}</td><td>{{.Status}}</td><td>{{.Policy}}</td><td class="v {{.Class}}">{{.Verdict}}</td></tr>
+{{end}}</table>
+{{else}}<p class="missing">No baseline environment to compare with.</p>
+{{end}}</section>
+{{end}}<section>
+<h2>Charts</h2>
+{{range .Charts}}<figure>
+<figcaption><b>{{.Title}}.</b> {{.Caption}}</figcaption>
+{{if .Missing}}<p class="missing">{{.Missing}}</p>
+{{else}}{{.SVG}}
+{{end}}</figure>
+{{end}}</section>
+{{range .Sections}}<section>
 <h2>{{.Heading}}</h2>
 {{.HTML}}
 </section>
@@ -539,14 +589,6 @@ ul.notes li { margin: 0.2rem 0; }
 {{range .Notes}}<li>{{.}}</li>
 {{end}}</ul>
 {{end}}</section>
-{{end}}<section>
-<h2>Charts</h2>
-{{range .Charts}}<figure>
-<figcaption><b>{{.Title}}.</b> {{.Caption}}</figcaption>
-{{if .Missing}}<p class="missing">{{.Missing}}</p>
-{{else}}{{.SVG}}
-{{end}}</figure>
-{{end}}</section>
-</body>
+{{end}}</body>
 </html>
 `

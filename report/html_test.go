@@ -421,7 +421,7 @@ func TestVerdictClass(t *testing.T) {
 		{"incomparable: workload changed", "warn"}, // neither pass nor fail, and must stand out
 		{"PASS", "pass"},
 		{"improved: refresh the baseline", "pass"},
-		{"no baseline", "neutral"}, // a first run has nothing to judge
+		{"no baseline", "warn"}, // nothing was compared, and by default the gate fails
 		{"", "neutral"},
 	}
 	for _, c := range cases {
