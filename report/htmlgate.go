@@ -18,7 +18,7 @@ type verdictRow struct {
 // driftRow is one environment field of one workload.
 type driftRow struct {
 	Workload, Field, Baseline, Candidate, Status, Policy, Verdict, Class string
-	Changed                                                                bool
+	Changed                                                              bool
 }
 
 func htmlVerdictClass(v gate.Verdict) string {
