@@ -100,6 +100,13 @@ func Import(tool, path string, data []byte, readBeside func(name string) ([]byte
 	}
 	var ims []*imported
 	var err error
+	var nonFinite int
+	digest := sha(data)
+	if tool == ToolVLLM || tool == ToolGuideLLM {
+		// Both write with Python's json.dump, which writes NaN and Infinity bare. The
+		// replacement keeps every newline, so lines in messages stay right.
+		data, nonFinite = pythonJSON(data)
+	}
 	switch tool {
 	case ToolVLLM:
 		ims, err = parseVLLM(path, data)
@@ -115,6 +122,12 @@ func Import(tool, path string, data []byte, readBeside func(name string) ([]byte
 	}
 	recs := make([]*result.Record, len(ims))
 	for i, im := range ims {
+		if tool != ToolAIPerf {
+			im.src.SHA256 = digest // of the file as given, not as read
+		}
+		if nonFinite > 0 {
+			im.notes = append(im.notes, fmt.Sprintf("%d non-finite numbers (NaN, Infinity) in the file were read as null", nonFinite))
+		}
 		recs[i] = im.record(opt)
 	}
 	return recs, nil
@@ -292,4 +305,50 @@ func jsonError(path string, data []byte, base int64, err error) *FormatError {
 		return &FormatError{Path: path, Line: lineAt(data, base+typ.Offset), Field: typ.Field, Reason: fmt.Sprintf("a JSON %s where the format has a %s", typ.Value, typ.Type)}
 	}
 	return &FormatError{Path: path, Reason: err.Error()}
+}
+
+// pythonJSON rewrites the non-finite numbers Python's json.dump writes by default (NaN,
+// Infinity, -Infinity: not JSON) as null, outside strings, and counts them, so that a
+// file with one bogus value is read, not refused as corrupt.
+func pythonJSON(data []byte) ([]byte, int) {
+	if !bytes.Contains(data, []byte("NaN")) && !bytes.Contains(data, []byte("Infinity")) {
+		return data, 0
+	}
+	out := make([]byte, 0, len(data))
+	n := 0
+	inString, escaped := false, false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		if inString {
+			out = append(out, c)
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		if c == '"' {
+			inString = true
+			out = append(out, c)
+			continue
+		}
+		replaced := false
+		for _, tok := range []string{"-Infinity", "Infinity", "NaN"} {
+			if bytes.HasPrefix(data[i:], []byte(tok)) {
+				out = append(out, "null"...)
+				i += len(tok) - 1
+				n++
+				replaced = true
+				break
+			}
+		}
+		if !replaced {
+			out = append(out, c)
+		}
+	}
+	return out, n
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -307,5 +308,32 @@ func TestVLLMAppended(t *testing.T) {
 	_, err = Import(ToolVLLM, "appended.json", bytes.Join([][]byte{a, []byte(`{"date": 7}`)}, []byte("\n")), nil, opt)
 	if err == nil || !strings.Contains(err.Error(), "appended.json:2: ") {
 		t.Errorf("error %v; want it to name line 2", err)
+	}
+}
+
+// TestPythonNonFinite: Python's json.dump writes NaN and Infinity bare; such a file is
+// read (the values as null, counted in a note), and its SHA-256 is of the bytes given.
+func TestPythonNonFinite(t *testing.T) {
+	opt := testOptions(t, "slogate.yaml", "vllm-chat")
+	data, _ := os.ReadFile(filepath.Join(fixtures, "vllm/baseline.json"))
+	odd := bytes.Replace(data, []byte(`"burstiness": 1.0`), []byte(`"burstiness": Infinity`), 1)
+	odd = bytes.Replace(odd, []byte(`"std_itl_ms": 3.0`), []byte(`"std_itl_ms": NaN`), 1)
+	odd = bytes.Replace(odd, []byte(`"vllm_version": "0.11.0"`), []byte(`"vllm_version": "NaN-build"`), 1)
+	if bytes.Equal(odd, data) {
+		t.Fatal("fixture changed: nothing replaced")
+	}
+	recs, err := Import(ToolVLLM, "odd.json", odd, nil, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := recs[0]
+	if r.Source.SHA256 != sha(odd) || r.Source.ToolVersion != "NaN-build" {
+		t.Errorf("sha %s version %q", r.Source.SHA256, r.Source.ToolVersion)
+	}
+	if !slices.Contains(r.Notes, "2 non-finite numbers (NaN, Infinity) in the file were read as null") {
+		t.Errorf("notes %q", r.Notes)
+	}
+	if _, err := result.Marshal(r); err != nil {
+		t.Errorf("record does not encode: %v", err)
 	}
 }
