@@ -24,13 +24,19 @@ func (s *Server) metrics(w http.ResponseWriter, _ *http.Request) {
 	}
 	metric("vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.", usage)
 	metric("vllm:num_preemptions_total", "counter", "Cumulative number of preemption from the engine.", float64(st.Preemptions))
+	metric("vllm:prefix_cache_queries_total", "counter", "Prefix cache queries, in terms of number of queried tokens.", float64(st.PrefixQueries))
+	metric("vllm:prefix_cache_hits_total", "counter", "Prefix cache hits, in terms of number of cached tokens.", float64(st.PrefixHits))
 	metric("vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.", float64(st.PromptTokens))
 	metric("vllm:generation_tokens_total", "counter", "Number of generation tokens processed.", float64(st.GenerationTokens))
 
 	p := s.p
+	prefixCaching := "True"
+	if s.o.NoPrefixCaching {
+		prefixCaching = "False"
+	}
 	b.WriteString("# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n# TYPE vllm:cache_config_info gauge\n")
 	b.WriteString(`vllm:cache_config_info{block_size="` + strconv.Itoa(p.BlockSize) +
-		`",cache_dtype="auto",enable_prefix_caching="False",gpu_memory_utilization="0.9",model_name="` + escapeLabel(s.model) +
+		`",cache_dtype="auto",enable_prefix_caching="` + prefixCaching + `",gpu_memory_utilization="0.9",model_name="` + escapeLabel(s.model) +
 		`",num_cpu_blocks="0",num_gpu_blocks="` + strconv.Itoa(p.NumBlocks) +
 		`",num_gpu_blocks_override="None",swap_space_bytes="0"} 1` + "\n")
 

@@ -19,6 +19,8 @@ type Options struct {
 	Model   string  // served model name; "" means Profile.Model
 	Version string  // reported by /version; "" means DefaultVersion
 	Faults  Faults
+	// NoPrefixCaching turns the prefix cache off (vLLM's --no-enable-prefix-caching).
+	NoPrefixCaching bool
 	// Now is the wall clock, used only for the "created" field of responses; the step
 	// loop runs on the monotonic clock because simulating time means sleeping in it.
 	// Nil means time.Now.
@@ -115,6 +117,7 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.Int64Var(&o.Seed, "seed", o.Seed, "seed of stop lengths, faults and step jitter")
 	fs.StringVar(&o.Model, "model", o.Model, "served model name (default: the profile's model)")
 	fs.StringVar(&o.Version, "version", o.Version, "version string reported by /version (default "+DefaultVersion+")")
+	fs.BoolVar(&o.NoPrefixCaching, "no-enable-prefix-caching", o.NoPrefixCaching, "turn the prefix cache off (as vLLM's flag of that name)")
 	fs.Var(rateFlag{&o.Faults.ErrorRate}, "error-rate", "`fraction` of requests answered HTTP 500")
 	fs.Var(rateFlag{&o.Faults.DisconnectRate}, "disconnect-rate", "`fraction` of streams cut mid-stream without [DONE]")
 	fs.Var(rateFlag{&o.Faults.ErrorEventRate}, "error-event-rate", "`fraction` of streams that carry a mid-stream data: {\"error\": ...} event")

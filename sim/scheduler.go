@@ -68,6 +68,10 @@ type seq struct {
 	prefilled bool
 	aborted   bool
 	last      bool // its final token is in the current step's emission
+
+	hashes  []uint64  // chained hashes of the prompt's full blocks (prefixcache.go)
+	cached  []*cblock // blocks held through the prefix cache (part of blocks)
+	nextReg int       // next prompt block to register once computed
 }
 
 func newSeq(prompt, stopAt int, stopFin int32) *seq {
@@ -140,6 +144,11 @@ type Stats struct {
 	UsedBlocks  int
 	NumBlocks   int
 	Preemptions int64
+	// Prefix cache, in tokens as vLLM counts them: tokens looked up at admission, and
+	// those found cached (skipping prefill); CachedBlocks are the blocks cached now.
+	PrefixQueries int64
+	PrefixHits    int64
+	CachedBlocks  int
 
 	Requests         int64 // sequences handed to the engine
 	Finished         int64 // sequences that reached their end
@@ -191,12 +200,14 @@ type scheduler struct {
 	free    int
 	emit    []*seq
 	st      Stats
+	pc      prefixCache
 
 	mu       sync.Mutex // guards the inbox
 	inAdd    []*seq
 	inAbort  []*seq
 	spareAdd []*seq
 	spareAb  []*seq
+	inReset  []chan struct{}
 	wake     chan struct{}
 
 	statMu sync.Mutex
@@ -213,6 +224,7 @@ type scheduler struct {
 func newScheduler(p Profile, slowdown float64, seed int64) *scheduler {
 	e := &scheduler{
 		p:        p,
+		pc:       newPrefixCache(true),
 		slowdown: slowdown,
 		rng:      rand.New(rand.NewPCG(uint64(seed), 0x5eed_57e9)),
 		free:     p.NumBlocks,
@@ -265,6 +277,25 @@ func (e *scheduler) abort(s *seq) {
 	}
 }
 
+// resetPrefixCache empties the prefix cache at the loop's next turn and waits for it;
+// false when the engine stopped first.
+func (e *scheduler) resetPrefixCache() bool {
+	done := make(chan struct{})
+	e.mu.Lock()
+	e.inReset = append(e.inReset, done)
+	e.mu.Unlock()
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case <-done:
+		return true
+	case <-e.quit:
+		return false
+	}
+}
+
 func (e *scheduler) stats() Stats {
 	e.statMu.Lock()
 	defer e.statMu.Unlock()
@@ -274,6 +305,7 @@ func (e *scheduler) stats() Stats {
 func (e *scheduler) publish() {
 	e.st.Running, e.st.Waiting = len(e.running), e.waiting.len()
 	e.st.UsedBlocks = e.p.NumBlocks - e.free
+	e.st.CachedBlocks = len(e.pc.blocks)
 	e.statMu.Lock()
 	e.pub = e.st
 	e.statMu.Unlock()
@@ -285,7 +317,13 @@ func (e *scheduler) drain() {
 	e.mu.Lock()
 	add, ab := e.inAdd, e.inAbort
 	e.inAdd, e.inAbort = e.spareAdd[:0], e.spareAb[:0]
+	resets := e.inReset
+	e.inReset = nil
 	e.mu.Unlock()
+	for _, done := range resets {
+		e.pc.reset()
+		close(done)
+	}
 	for _, s := range add {
 		s.state = stateWaiting
 		e.waiting.pushBack(s)
@@ -449,7 +487,7 @@ func (e *scheduler) plan() (decodes, prefill int) {
 				break
 			}
 			s.blocks++
-			e.free--
+			e.alloc(1)
 		}
 		s.sched = 1
 		budget--
@@ -470,17 +508,35 @@ func (e *scheduler) plan() (decodes, prefill int) {
 	// Admission, FCFS: the head waits (and blocks the queue) until its prompt fits.
 	for budget > 0 && len(e.running) < e.p.MaxNumSeqs && e.waiting.len() > 0 {
 		h := e.waiting.front()
-		need := e.p.BlocksFor(h.ctx + 1)
-		if need > e.free {
+		// Cached blocks from the start of the prompt skip prefill; at least the last
+		// token is computed, to sample from.
+		hit := e.pc.match(h.hashes, (h.ctx-1)/B)
+		taken := 0 // hit blocks no one holds: they are free blocks until taken
+		for _, b := range hit {
+			if b.ref == 0 {
+				taken++
+			}
+		}
+		need := e.p.BlocksFor(h.ctx+1) - len(hit)
+		if need+taken > e.free {
 			break
 		}
 		e.waiting.popFront()
 		h.state = stateRunning
-		h.blocks = need
-		e.free -= need
-		h.computed = 0
+		for _, b := range hit {
+			if e.pc.acquire(b) {
+				e.free--
+			}
+		}
+		e.alloc(need)
+		h.blocks = need + len(hit)
+		h.cached = append(h.cached[:0], hit...)
+		h.nextReg = len(hit)
+		h.computed = len(hit) * B
+		e.st.PrefixQueries += int64(h.ctx)
+		e.st.PrefixHits += int64(len(hit) * B)
 		e.running = append(e.running, h)
-		n := min(h.ctx, budget)
+		n := min(h.ctx-h.computed, budget)
 		h.sched = n
 		budget -= n
 		prefill += n
@@ -494,6 +550,12 @@ func (e *scheduler) plan() (decodes, prefill int) {
 		}
 		s.computed += s.sched
 		s.sched = 0
+		for s.nextReg < len(s.hashes) && (s.nextReg+1)*B <= s.computed {
+			if b, ok := e.pc.register(s.hashes[s.nextReg]); ok {
+				s.cached = append(s.cached, b)
+			}
+			s.nextReg++
+		}
 		if s.computed < s.ctx {
 			return true
 		}
@@ -530,9 +592,33 @@ func (e *scheduler) compact(keep func(*seq) bool) {
 }
 
 func (e *scheduler) release(s *seq) {
-	e.free += s.blocks
-	s.blocks = 0
+	e.freeBlocks(s)
 	s.state = stateDone
+}
+
+// freeBlocks returns a sequence's blocks: its cached ones to the prefix cache (free once
+// no one holds them), the rest to the free pool. Cached blocks are released from the
+// last to the first, so that eviction takes a prompt's tail before its head, as vLLM
+// does: a head evicted first would leave the rest of the chain unreachable.
+func (e *scheduler) freeBlocks(s *seq) {
+	for i := len(s.cached) - 1; i >= 0; i-- {
+		if e.pc.releaseBlock(s.cached[i]) {
+			e.free++
+		}
+	}
+	e.free += s.blocks - len(s.cached)
+	clear(s.cached)
+	s.cached = s.cached[:0]
+	s.blocks = 0
+}
+
+// alloc takes n free blocks (the caller checked e.free): never-cached ones first, then
+// the least recently released cached ones, evicting them.
+func (e *scheduler) alloc(n int) {
+	if uncached := e.free - e.pc.evictable(); n > uncached {
+		e.pc.evict(n - uncached)
+	}
+	e.free -= n
 }
 
 // preempt frees a running sequence's blocks and puts it at the front of the waiting
@@ -544,8 +630,7 @@ func (e *scheduler) preempt(s *seq) {
 		e.st.Aborted++
 		return
 	}
-	e.free += s.blocks
-	s.blocks = 0
+	e.freeBlocks(s)
 	s.computed = 0
 	s.sched = 0
 	s.state = stateWaiting

@@ -55,6 +55,7 @@ func New(o Options) (*Server, error) {
 	}
 	s.readyAt = time.Now().Add(o.Faults.SlowStart)
 	s.eng = newScheduler(p, slow, o.Seed)
+	s.eng.pc.on = !o.NoPrefixCaching
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.generate(w, r, false) })
 	s.mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.generate(w, r, true) })
@@ -63,6 +64,7 @@ func New(o Options) (*Server, error) {
 	s.mux.HandleFunc("GET /health", s.health)
 	s.mux.HandleFunc("POST /tokenize", s.tokenize)
 	s.mux.HandleFunc("GET /metrics", s.metrics)
+	s.mux.HandleFunc("POST /reset_prefix_cache", s.resetPrefixCache)
 	s.eng.start()
 	return s, nil
 }
@@ -137,18 +139,7 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, "BadRequestError", err.Error())
 			return
 		}
-		// The template overhead has no text of its own: it is counted as token id 1.
-		n := ChatTokens(msgs)
-		ids = make([]int, 0, n)
-		for _, m := range msgs {
-			for range ChatOverheadPerMessage {
-				ids = append(ids, 1)
-			}
-			ids = append(ids, tokenIDs(m.Content)...)
-		}
-		for range ChatOverheadFixed {
-			ids = append(ids, 1)
-		}
+		ids = chatTokenIDs(msgs)
 	default:
 		writeError(w, http.StatusBadRequest, "BadRequestError", `one of "prompt" or "messages" is required`)
 		return
@@ -157,6 +148,33 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 }
 
 const maxBody = 32 << 20
+
+// chatTokenIDs are the token ids of a chat prompt. The template overhead has no text of
+// its own: it is counted as token id 1 (per message before its content, and once at the
+// end for the assistant header).
+func chatTokenIDs(msgs []ChatMessage) []int {
+	ids := make([]int, 0, ChatTokens(msgs))
+	for _, m := range msgs {
+		for range ChatOverheadPerMessage {
+			ids = append(ids, 1)
+		}
+		ids = append(ids, tokenIDs(m.Content)...)
+	}
+	for range ChatOverheadFixed {
+		ids = append(ids, 1)
+	}
+	return ids
+}
+
+// resetPrefixCache is vLLM's POST /reset_prefix_cache: it empties the prefix cache and
+// answers 200 with no body.
+func (s *Server) resetPrefixCache(w http.ResponseWriter, _ *http.Request) {
+	if !s.eng.resetPrefixCache() {
+		writeError(w, http.StatusServiceUnavailable, "ServiceUnavailable", "the engine stopped")
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
 
 type messageIn struct {
 	Role    string          `json:"role"`
@@ -208,24 +226,24 @@ type genRequest struct {
 	} `json:"stream_options"`
 }
 
-// promptTokens counts a completions prompt: a string, a one-string array or token ids.
-func promptTokens(raw json.RawMessage) (int, error) {
+// promptIDs tokenizes a completions prompt: a string, a one-string array or token ids.
+func promptIDs(raw json.RawMessage) ([]int, error) {
 	var text string
 	if err := json.Unmarshal(raw, &text); err == nil {
-		return CountTokens(text), nil
+		return tokenIDs(text), nil
 	}
 	var texts []string
 	if err := json.Unmarshal(raw, &texts); err == nil {
 		if len(texts) != 1 {
-			return 0, fmt.Errorf("prompt: %d prompts in one request are not supported: send one", len(texts))
+			return nil, fmt.Errorf("prompt: %d prompts in one request are not supported: send one", len(texts))
 		}
-		return CountTokens(texts[0]), nil
+		return tokenIDs(texts[0]), nil
 	}
 	var ids []int
 	if err := json.Unmarshal(raw, &ids); err == nil {
-		return len(ids), nil
+		return ids, nil
 	}
-	return 0, errors.New("prompt: expected a string, an array of one string, or an array of token ids")
+	return nil, errors.New("prompt: expected a string, an array of one string, or an array of token ids")
 }
 
 // plan is what one request will do, drawn from its own seeded source in a fixed order
@@ -282,7 +300,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 		writeModelNotFound(w, req.Model)
 		return
 	}
-	var prompt int
+	var ids []int
 	if chat {
 		if len(req.Messages) == 0 {
 			writeError(w, http.StatusBadRequest, "BadRequestError", `"messages" must not be empty`)
@@ -293,23 +311,24 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 			writeError(w, http.StatusBadRequest, "BadRequestError", err.Error())
 			return
 		}
-		prompt = ChatTokens(msgs)
+		ids = chatTokenIDs(msgs)
 	} else {
 		if len(req.Prompt) == 0 {
 			writeError(w, http.StatusBadRequest, "BadRequestError", `"prompt" is required`)
 			return
 		}
-		n, err := promptTokens(req.Prompt)
+		var err error
+		ids, err = promptIDs(req.Prompt)
 		if err != nil {
 			writeError(w, http.StatusBadRequest, "BadRequestError", err.Error())
 			return
 		}
-		if n == 0 {
+		if len(ids) == 0 {
 			writeError(w, http.StatusBadRequest, "BadRequestError", "prompt must not be empty")
 			return
 		}
-		prompt = n
 	}
+	prompt := len(ids)
 	limit := s.p.MaxModelLen
 	if prompt >= limit {
 		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf(
@@ -350,6 +369,9 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 		return
 	}
 	q := newSeq(prompt, pl.stopAt, pl.stopFin)
+	if s.eng.pc.on {
+		q.hashes = blockHashes(ids, s.p.BlockSize)
+	}
 	s.eng.submit(q)
 	defer func() {
 		if q.finish.Load() == finNone {
@@ -379,9 +401,10 @@ type call struct {
 	prompt int
 	idx    uint64
 
-	written int // tokens written to the client
-	head    []byte
-	buf     []byte
+	written  int  // tokens written to the client
+	roleSent bool // the chat role chunk went out
+	head     []byte
+	buf      []byte
 }
 
 func (c *call) id() string {
@@ -445,11 +468,7 @@ func (c *call) stream() {
 	}
 	c.head = fmt.Appendf(nil, `data: {"id":%q,"object":%q,"created":%d,"model":%s,"choices":`, c.id(), object, c.s.now().Unix(), model)
 	c.buf = make([]byte, 0, 512)
-	if c.chat {
-		// vLLM opens a chat stream with the role and empty content, before any token.
-		c.buf = append(c.buf, c.head...)
-		c.buf = append(c.buf, `[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
-	}
+	// The headers go at once; the first event waits for the first token.
 	if !c.flush(rc) {
 		return
 	}
@@ -498,7 +517,14 @@ func (c *call) stream() {
 }
 
 // chunk appends one SSE chunk carrying n tokens (possibly none) and a finish reason.
+// The first chunk of a chat stream is preceded by the role chunk (role and empty
+// content), as vLLM sends it: with the first output, after prefill, not before.
 func (c *call) chunk(n int, fin int32) {
+	if c.chat && !c.roleSent {
+		c.roleSent = true
+		c.buf = append(c.buf, c.head...)
+		c.buf = append(c.buf, `[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
+	}
 	c.buf = append(c.buf, c.head...)
 	if c.chat {
 		c.buf = append(c.buf, `[{"index":0,"delta":{"content":"`...)

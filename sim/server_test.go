@@ -45,6 +45,8 @@ func TestLoneRequestTTFTAndTPOT(t *testing.T) {
 	// loaded machine (a goroutine not run for 10+ ms happens under -race).
 	o := tinyOpts()
 	o.Faults.Slowdown = 20
+	// Five requests send one prompt: the cache would let the last four skip prefill.
+	o.NoPrefixCaching = true
 	r, c, ctx := start(t, o)
 	p := r.Server.Profile()
 	wantTTFT := 20 * p.StepTime(0, 100)
@@ -140,6 +142,9 @@ func openLoop(ctx context.Context, c *http.Client, r *Running, n int, every time
 func TestBelowCapacityLittlesLaw(t *testing.T) {
 	o := tinyOpts()
 	o.Faults.Slowdown = 3
+	// Every request sends the same prompt, and the analytical capacity (docs/sim.md) is
+	// that of prompts that share no prefix: the prefix cache is off.
+	o.NoPrefixCaching = true
 	r, c, ctx := start(t, o)
 	p := r.Server.Profile()
 	// 64 + 32 tokens = 6 blocks: 10 fit in 64 blocks; the analytical capacity at
@@ -191,6 +196,9 @@ func TestBelowCapacityLittlesLaw(t *testing.T) {
 func TestAboveCapacityQueueGrows(t *testing.T) {
 	o := tinyOpts()
 	o.Faults.Slowdown = 3
+	// Every request sends the same prompt, and the analytical capacity (docs/sim.md) is
+	// that of prompts that share no prefix: the prefix cache is off.
+	o.NoPrefixCaching = true
 	r, c, ctx := start(t, o)
 	p := r.Server.Profile()
 	// 100 req/s against ≈ 34 req/s of capacity.
@@ -226,6 +234,9 @@ func TestAboveCapacityQueueGrows(t *testing.T) {
 func TestSaturationMatchesCapacity(t *testing.T) {
 	o := tinyOpts()
 	o.Faults.Slowdown = 3
+	// Every request sends the same prompt, and the analytical capacity (docs/sim.md) is
+	// that of prompts that share no prefix: the prefix cache is off.
+	o.NoPrefixCaching = true
 	r, c, ctx := start(t, o)
 	var mu sync.Mutex
 	var ends []time.Time
