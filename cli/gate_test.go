@@ -240,6 +240,10 @@ func TestGateVerdictExits(t *testing.T) {
 		// The load generator fell behind: the gate refuses to judge (exit 3).
 		{"client-saturated", "", &gatetest.Spec{}, gatetest.Spec{ClientSaturated: true}, ExitFailure, "load generator was saturated"},
 		{"incomplete", "", &gatetest.Spec{}, gatetest.Spec{Incomplete: true}, ExitFailure, "incomplete (engine crashed)"},
+		// A cold run that the engine's prefix cache served is refused with the figure; a
+		// few hits within the bound are judged.
+		{"cold run with hits", "", &gatetest.Spec{}, gatetest.Spec{ColdHits: 0.4}, ExitFailure, "a cold run found 40.0% ("},
+		{"cold run within the bound", "", &gatetest.Spec{}, gatetest.Spec{ColdHits: 0.01}, ExitOK, "chat on h100-80gb-hbm3-x1: pass"},
 		// A driver change nobody declared is shown and warns; the gate still passes.
 		{"unexpected drift", "", &gatetest.Spec{}, gatetest.Spec{Env: map[string]string{"gpu.driver": "555.42.02"}}, ExitOK, "gpu.driver  550.54.15 -> 555.42.02  WARN"},
 		// A model revision that moved fails by the default drift policy.

@@ -167,6 +167,9 @@ func (a *app) runWorkloads(ctx context.Context, f *workload.File, p runParams) (
 				a.errorf("%s: the load generator could not keep the schedule (dispatch lag p99 %.3f ms > %s): the run measured the client, not the engine",
 					w.Name, rec.Summary.DispatchLagms.P99, measure.MaxDispatchLag(w))
 				code = ExitFailure
+			case rec.WarmCold() != "":
+				a.errorf("%s: %s", w.Name, rec.WarmCold())
+				code = ExitFailure
 			}
 			if ctx.Err() != nil {
 				return recs, ExitFailure

@@ -104,8 +104,8 @@ type FileError struct {
 
 func (e *FileError) Error() string { return e.Path + ": " + e.Reason }
 
-// UnfitError says that a run cannot be judged or become a baseline: it is incomplete, or
-// the load generator was saturated. It is a failure of the tool or the engine (exit code
+// UnfitError says that a run cannot be judged or become a baseline: it is incomplete, the
+// load generator was saturated, or a cold run met a warm prefix cache. It is a failure of the tool or the engine (exit code
 // 3), not of the change under test.
 type UnfitError struct {
 	Workload string
@@ -145,6 +145,8 @@ func Unfit(rec *result.Record) string {
 		}
 		return fmt.Sprintf("%s opened its window %.0f ms after the common start time %s (bound %g ms): the shards did not send one arrival process; start them earlier before --start-at",
 			who, rec.Sync.LateMS, rec.Sync.StartAt.Format(time.RFC3339), rec.Sync.MaxLateMS)
+	case rec.WarmCold() != "":
+		return rec.WarmCold()
 	case len(rec.Requests) == 0:
 		return "the run has no measured requests"
 	}

@@ -276,7 +276,7 @@ func TestNoBaselineRanks(t *testing.T) {
 func TestUnfitRunIsError(t *testing.T) {
 	f := testConfig(nil)
 	base := rec(f, 1, gatetest.Spec{})
-	for _, s := range []gatetest.Spec{{ClientSaturated: true}, {Incomplete: true}} {
+	for _, s := range []gatetest.Spec{{ClientSaturated: true}, {Incomplete: true}, {ColdHits: 0.4}} {
 		res := evaluate(t, f, storeOf(t, []*result.Record{base}), rec(f, 2, s))
 		if res.Verdict != Error || !strings.Contains(res.Workloads[0].Reason, "refuses to judge") {
 			t.Errorf("%+v: %s (%s); want error, refused", s, res.Verdict, res.Workloads[0].Reason)

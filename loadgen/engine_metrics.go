@@ -174,15 +174,33 @@ func (s *EngineSampler) Apply(rec *result.Record) {
 	}
 	switch {
 	case s.first.PrefixQueries.OK && s.last.PrefixQueries.OK && s.first.PrefixHits.OK && s.last.PrefixHits.OK:
-		if q := s.last.PrefixQueries.V - s.first.PrefixQueries.V; q > 0 {
-			r := (s.last.PrefixHits.V - s.first.PrefixHits.V) / q
+		q := max(s.last.PrefixQueries.V-s.first.PrefixQueries.V, 0)
+		h := min(max(s.last.PrefixHits.V-s.first.PrefixHits.V, 0), q)
+		pc := &result.PrefixCacheStats{Queries: q, Hits: h, Source: "engine counters of queried and cached prompt tokens, delta over the window"}
+		if q > 0 {
+			pc.HitRate = h / q
+			r := pc.HitRate
 			sum.PrefixCacheHitRate = &r
 		}
+		sum.PrefixCache = pc
 	case s.last.PrefixHitRate.OK:
-		r := s.last.PrefixHitRate.V
+		r := min(max(s.last.PrefixHitRate.V, 0), 1)
 		sum.PrefixCacheHitRate = &r
+		sum.PrefixCache = &result.PrefixCacheStats{HitRate: r, Source: "engine hit-rate gauge, last sample of the window"}
 	}
 	sum.EngineTokens = engineTokens(s.first, s.last)
+	if t := sum.EngineTokens; sum.PrefixCache == nil && t != nil && t.PromptProcessed != nil && t.PromptCached != nil {
+		// Engines that count processed and cached prompt tokens apart (llama.cpp): every
+		// prompt token was looked up, the cached ones hit.
+		q := *t.PromptProcessed + *t.PromptCached
+		pc := &result.PrefixCacheStats{Queries: q, Hits: *t.PromptCached, Source: "engine counters of processed and cached prompt tokens, delta over the window"}
+		if q > 0 {
+			pc.HitRate = pc.Hits / q
+			r := pc.HitRate
+			sum.PrefixCacheHitRate = &r
+		}
+		sum.PrefixCache = pc
+	}
 	var missing []string
 	for _, n := range []struct {
 		name string

@@ -69,6 +69,9 @@ func TestEngineSamplerSummarizes(t *testing.T) {
 	if sum.PrefixCacheHitRate == nil || *sum.PrefixCacheHitRate != 0.25 {
 		t.Errorf("prefix hit rate %v, want 0.25", sum.PrefixCacheHitRate)
 	}
+	if pc := sum.PrefixCache; pc == nil || pc.HitRate != 0.25 || pc.Queries != 4*pc.Hits || pc.Queries <= 0 || pc.Source == "" {
+		t.Errorf("prefix cache %+v, want the counters' deltas over the window and a 0.25 hit rate", pc)
+	}
 	if len(rec.Notes) != 1 || !strings.Contains(rec.Notes[0], "1 of") || !strings.Contains(rec.Notes[0], "connection reset") {
 		t.Errorf("notes %q: want the failed scrape counted", rec.Notes)
 	}

@@ -393,6 +393,16 @@ func (r *Runner) Run(ctx context.Context, f *workload.File, w *workload.Workload
 	}
 	cal := gen.Calibration()
 	rec.Calibration = result.Calibration{Method: cal.Method, CharsPerToken: cal.CharsPerToken}
+	rec.PrefixCache = &result.PrefixCacheRun{Mode: result.PrefixCold}
+	if w.PrefixCache.Mode == workload.PrefixShared {
+		rec.PrefixCache.Mode = result.PrefixShared
+	}
+	if w.PrefixCache.Reset {
+		rec.PrefixCache.Reset = r.resetPrefixCache(ctx, t)
+		if !rec.PrefixCache.Reset.Done {
+			rec.Notes = append(rec.Notes, "prefix cache not reset before the run: "+rec.PrefixCache.Reset.Detail)
+		}
+	}
 
 	var src loadgen.Source = gen
 	var shard *ShardSource
@@ -471,6 +481,12 @@ func (r *Runner) Run(ctx context.Context, f *workload.File, w *workload.Workload
 	}
 	KVConcurrency(rec, f, t)
 	rec.Summary.LittleLaw = LittleLaw(rec)
+	if rec.PrefixCache.Mode == result.PrefixCold && rec.Summary.PrefixCache == nil {
+		rec.Notes = append(rec.Notes, "prefix-cache hits not measured: the engine reports no prefix-cache figures, so nothing shows whether this cold run met a warm cache")
+	}
+	if why := rec.WarmCold(); why != "" {
+		rec.Notes = append(rec.Notes, why+"; the gate refuses this run")
+	}
 	return rec
 }
 
@@ -490,7 +506,28 @@ func Merge(recs ...*result.Record) (*result.Record, error) {
 		}
 	}
 	m.Summary.LittleLaw = LittleLaw(m)
+	// Every shard scraped the one engine, whose counters count every shard's prompts:
+	// the first shard's figures are the engine's over the run.
+	for _, r := range recs {
+		if r.Summary.PrefixCache != nil && m.Summary.PrefixCache == nil {
+			pc := *r.Summary.PrefixCache
+			m.Summary.PrefixCache = &pc
+			m.Summary.PrefixCacheHitRate = r.Summary.PrefixCacheHitRate
+		}
+	}
 	return m, nil
+}
+
+// resetPrefixCache empties the engine's prefix cache where it offers a way to, and says
+// what happened.
+func (r *Runner) resetPrefixCache(ctx context.Context, t *Target) *result.CacheReset {
+	ep, err := engine.ResetPrefixCache(ctx, t.URL, t.APIKey, t.ID.Engine, nil)
+	cr := &result.CacheReset{Endpoint: ep, Done: err == nil}
+	if err != nil {
+		cr.Detail = err.Error()
+		r.logf("warning: prefix cache not reset: %v", err)
+	}
+	return cr
 }
 
 // FillRecord judges every request and summarizes the outcome into rec.

@@ -5,7 +5,10 @@
 // It knows nothing of HTTP or GitHub.
 package result
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Schema identifies a run record.
 const Schema = "slogate.run/v1"
@@ -33,6 +36,9 @@ type Record struct {
 	Sync *StartSync `json:"start_sync,omitempty"`
 	// Shards are the shards a merged record was made from, each with its environment.
 	Shards []ShardInfo `json:"shards,omitempty"`
+	// PrefixCache says how the run's prompts meet the engine's prefix cache: the
+	// workload's mode, and whether the cache was reset before the run.
+	PrefixCache *PrefixCacheRun `json:"prefix_cache,omitempty"`
 	// Incomplete is set when the run was interrupted or the engine failed; what was
 	// measured up to then is kept.
 	Incomplete       bool   `json:"incomplete,omitempty"`
@@ -203,7 +209,10 @@ type Summary struct {
 	KVUsage            *Gauge   `json:"kv_usage,omitempty"`
 	Running            *Gauge   `json:"running,omitempty"`
 	Preemptions        *float64 `json:"preemptions,omitempty"`           // counter delta over the window
-	PrefixCacheHitRate *float64 `json:"prefix_cache_hit_rate,omitempty"` // 0..1
+	PrefixCacheHitRate *float64 `json:"prefix_cache_hit_rate,omitempty"` // 0..1; PrefixCache.HitRate
+	// PrefixCache is the engine's prefix-cache figures over the measured window; absent
+	// when the engine reports none.
+	PrefixCache *PrefixCacheStats `json:"prefix_cache,omitempty"`
 	// EngineTokens are the engine's own token counters over the window, where it exports
 	// them (llama.cpp): the prompt work it really did, beside what was sent.
 	EngineTokens *EngineTokens `json:"engine_tokens,omitempty"`
@@ -223,6 +232,65 @@ type EngineTokens struct {
 	PromptProcessed *float64 `json:"prompt_processed,omitempty"` // computed; cache hits excluded
 	PromptCached    *float64 `json:"prompt_cached,omitempty"`    // served from the prefix cache
 	Output          *float64 `json:"output,omitempty"`           // generated
+}
+
+// Prefix-cache modes of a run (PrefixCacheRun.Mode), as the workload names them.
+const (
+	PrefixCold   = "cold"
+	PrefixShared = "shared"
+)
+
+// ColdHitRateMax is the prefix-cache hit rate above which a cold run is not judged: its
+// prompts are unique to the run, so what hits is an earlier run's state or a shared
+// opening (a chat template, the salt's first characters) that token-level caches such
+// as llama.cpp's reuse. 5% leaves room for the latter on short prompts and none for a
+// rerun that found its prompts cached (the defect this guards against read 96%).
+const ColdHitRateMax = 0.05
+
+// PrefixCacheRun is how a run met the engine's prefix cache.
+type PrefixCacheRun struct {
+	Mode  string      `json:"mode"`            // cold | shared
+	Reset *CacheReset `json:"reset,omitempty"` // nil: no reset asked for
+}
+
+// CacheReset records the prefix-cache reset asked for before the warm-up (the workload's
+// prefix_cache.reset).
+type CacheReset struct {
+	Done     bool   `json:"done"`
+	Endpoint string `json:"endpoint,omitempty"` // e.g. POST /reset_prefix_cache
+	// Detail says why it was not done (no such endpoint, the engine refused).
+	Detail string `json:"detail,omitempty"`
+}
+
+// PrefixCacheStats are the engine's prefix-cache figures over the measured window.
+// Queries and Hits are tokens (vLLM's counters; a per-response cached-token count such
+// as llama.cpp's timings.cache_n against the prompt tokens), as deltas over the window;
+// engines that export only a rate (SGLang's cache_hit_rate) leave them 0 and set
+// HitRate. Source says where the figures came from.
+type PrefixCacheStats struct {
+	Queries float64 `json:"queries,omitempty"`
+	Hits    float64 `json:"hits,omitempty"`
+	HitRate float64 `json:"hit_rate"` // hits / queries, 0..1
+	Source  string  `json:"source"`
+}
+
+// WarmCold says why a cold run cannot be judged because the engine's prefix cache served
+// more than ColdHitRateMax of its prompt tokens; "" when it can (or it is not cold, or
+// the engine reported nothing).
+func (r *Record) WarmCold() string {
+	if r.PrefixCache == nil || r.PrefixCache.Mode != PrefixCold || r.Summary.PrefixCache == nil {
+		return ""
+	}
+	pc := r.Summary.PrefixCache
+	if !(pc.HitRate > ColdHitRateMax) {
+		return ""
+	}
+	what := fmt.Sprintf("%.1f%%", 100*pc.HitRate)
+	if pc.Queries > 0 {
+		what += fmt.Sprintf(" (%.0f of %.0f prompt tokens)", pc.Hits, pc.Queries)
+	}
+	return fmt.Sprintf("a cold run found %s in the engine's prefix cache (%s), above the %.0f%% a cold run allows: it measured a warm cache; reset the cache before the run (prefix_cache: {mode: cold, reset: true}) or restart the engine",
+		what, pc.Source, 100*ColdHitRateMax)
 }
 
 // Gauge summarizes a server gauge sampled over the window.

@@ -879,7 +879,8 @@ func (d *decoder) length(path string, n *yaml.Node) LengthDist {
 	return l
 }
 
-// prefix decodes prefix_cache: a mode as a scalar, or a mapping with mode, tokens, groups.
+// prefix decodes prefix_cache: a mode as a scalar, or a mapping with mode, tokens, groups
+// and reset.
 func (d *decoder) prefix(path string, n *yaml.Node) PrefixCache {
 	n = resolve(n)
 	pc := PrefixCache{Mode: PrefixCold}
@@ -890,6 +891,7 @@ func (d *decoder) prefix(path string, n *yaml.Node) PrefixCache {
 			{"mode", func(p string, v *yaml.Node) { pc.Mode = d.enum(p, v, validPrefixModes) }},
 			{"tokens", func(p string, v *yaml.Node) { pc.Tokens = d.int(p, v) }},
 			{"groups", func(p string, v *yaml.Node) { pc.Groups = d.int(p, v) }},
+			{"reset", func(p string, v *yaml.Node) { pc.Reset = d.boolean(p, v) }},
 		})
 	}
 	if pc.Mode == PrefixShared {

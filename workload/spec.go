@@ -177,6 +177,10 @@ type PrefixCache struct {
 	Mode   string // cold (default) | shared
 	Tokens int    // shared: length of the common prefix in tokens
 	Groups int    // shared: number of distinct prefixes; default 1
+	// Reset asks for the engine's prefix cache to be emptied before the warm-up (vLLM
+	// POST /reset_prefix_cache, SGLang POST /flush_cache); the record says whether it was
+	// done. It changes the conditions, not what is sent: it is not in the workload hash.
+	Reset bool
 }
 
 // SLO is a set of latency targets and the attainment target.

@@ -37,6 +37,9 @@ type Spec struct {
 	KVConcurrency   int
 	ClientSaturated bool
 	Incomplete      bool
+	// ColdHits > 0 makes the run a cold one in which the engine's prefix cache served
+	// that fraction of the prompt tokens.
+	ColdHits float64
 }
 
 // Env is a typical environment of a run on one H100.
@@ -166,6 +169,11 @@ func Record(seed uint64, s Spec) *result.Record {
 	}
 	if s.Incomplete {
 		rec.Incomplete, rec.IncompleteReason = true, "engine crashed"
+	}
+	if s.ColdHits > 0 {
+		rec.PrefixCache = &result.PrefixCacheRun{Mode: result.PrefixCold}
+		q := 1000.0 * float64(len(reqs))
+		rec.Summary.PrefixCache = &result.PrefixCacheStats{Queries: q, Hits: q * s.ColdHits, HitRate: s.ColdHits, Source: "vllm counters"}
 	}
 	return rec
 }

@@ -1,0 +1,145 @@
+package measure
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slogate/slogate/envinfo"
+	"github.com/slogate/slogate/gate"
+	"github.com/slogate/slogate/result"
+	"github.com/slogate/slogate/sim"
+	"github.com/slogate/slogate/workload"
+)
+
+// prefixConfig is a workload whose prompts span several KV blocks of the tiny profile, so
+// that a prefix-cache hit shows in whole blocks.
+func prefixConfig(prefix string) string {
+	return `version: 1
+target: {api: completions, engine: auto}
+model: {name: sim-tiny}
+workloads:
+  - name: p
+    seed: 3
+    requests: 24
+    warmup: {requests: 2}
+    arrival: {process: poisson, rate: 40}
+    prompt_tokens: {dist: uniform, min: 80, max: 160}
+    output_tokens: {dist: fixed, value: 4}
+    prefix_cache: ` + prefix + `
+    max_dispatch_lag: 1s
+    timeout: 20s
+`
+}
+
+func testRunner(runID func() string) *Runner {
+	return &Runner{
+		Getenv: func(string) string { return "" },
+		EnvOptions: func() envinfo.Options {
+			return envinfo.Options{GOOS: "linux", GOARCH: "amd64", NumCPU: 2, Now: time.Now, ToolVersion: "test"}
+		},
+		ToolVersion: "test",
+		NewRunID:    runID,
+	}
+}
+
+// runOnce runs the one workload of src against url and returns its record.
+func runOnce(t *testing.T, r *Runner, src, url string) *result.Record {
+	t.Helper()
+	f, err := workload.Parse("slogate.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Target.Metrics.Interval = 50 * time.Millisecond
+	ctx := context.Background()
+	tg, err := r.Prepare(ctx, f, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := r.Run(ctx, f, &f.Workloads[0], tg, Trial{})
+	if rec.Incomplete {
+		t.Fatalf("run incomplete: %s", rec.IncompleteReason)
+	}
+	if rec.Summary.PrefixCache == nil {
+		t.Fatalf("no prefix-cache figures in the record; notes %q", rec.Notes)
+	}
+	return rec
+}
+
+// Two cold runs against one engine: the second must be as cold as the first. Before the
+// run id was part of the salt, the second run sent byte-identical prompts and the
+// simulator's prefix cache served most of their tokens.
+func TestColdStaysColdAcrossRuns(t *testing.T) {
+	// A cache that holds every prompt of a run (16,384 tokens), so that nothing a
+	// rerun could hit has been evicted.
+	srv, err := sim.Start(context.Background(), sim.Options{Seed: 1, Faults: sim.Faults{KVBlocks: 1024}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	r := testRunner(nil)
+	first := runOnce(t, r, prefixConfig("cold"), srv.URL)
+	second := runOnce(t, r, prefixConfig("cold"), srv.URL)
+	if first.RunID == "" || first.RunID == second.RunID {
+		t.Fatalf("run ids %q and %q: want two different ids", first.RunID, second.RunID)
+	}
+	if first.WorkloadHash != second.WorkloadHash {
+		t.Errorf("the run id changed the workload hash: %s vs %s", first.WorkloadHash, second.WorkloadHash)
+	}
+	for i, rec := range []*result.Record{first, second} {
+		pc := rec.Summary.PrefixCache
+		t.Logf("run %d (%s): %.0f of %.0f prompt tokens hit", i+1, rec.RunID, pc.Hits, pc.Queries)
+		if pc.Queries < 24*80 || pc.HitRate > 0.01 {
+			t.Errorf("cold run %d: %.0f of %.0f prompt tokens hit the prefix cache (%.1f%%), want about none",
+				i+1, pc.Hits, pc.Queries, 100*pc.HitRate)
+		}
+		if why := gate.Unfit(rec); why != "" {
+			t.Errorf("cold run %d refused: %s", i+1, why)
+		}
+	}
+	if first.Summary.Lengths.PromptTarget != second.Summary.Lengths.PromptTarget {
+		t.Errorf("prompt length targets differ between runs: %+v vs %+v", first.Summary.Lengths.PromptTarget, second.Summary.Lengths.PromptTarget)
+	}
+
+	// A rerun that sends the same prompts (the same run id, as before the fix) meets a
+	// warm cache: the gate refuses it, with the figure; a reset before it makes it cold.
+	same := testRunner(func() string { return "fixed" })
+	runOnce(t, same, prefixConfig("cold"), srv.URL)
+	warm := runOnce(t, same, prefixConfig("cold"), srv.URL)
+	why := gate.Unfit(warm)
+	t.Logf("warm rerun: %s", why)
+	if warm.Summary.PrefixCache.HitRate < 0.5 || !strings.Contains(why, "a cold run found") || !strings.Contains(why, "prompt tokens") {
+		t.Errorf("a rerun with the same prompts: hit rate %.2f, unfit %q; want most tokens hit and the gate refusing it with the figure",
+			warm.Summary.PrefixCache.HitRate, why)
+	}
+	if _, err := gate.FromRecords([]*result.Record{warm}, time.Now()); err == nil {
+		t.Error("a warm cold run became a baseline")
+	}
+	reset := runOnce(t, same, prefixConfig("{mode: cold, reset: true}"), srv.URL)
+	if reset.PrefixCache.Reset == nil || !reset.PrefixCache.Reset.Done || reset.PrefixCache.Reset.Endpoint != "POST /reset_prefix_cache" {
+		t.Fatalf("reset asked for: record says %+v", reset.PrefixCache.Reset)
+	}
+	if pc := reset.Summary.PrefixCache; pc.HitRate > 0.01 {
+		t.Errorf("after a reset the same prompts hit %.1f%%, want about none", 100*pc.HitRate)
+	}
+}
+
+// A shared-prefix workload does hit: the figures measure the cache, not a constant.
+func TestSharedPrefixHits(t *testing.T) {
+	srv, err := sim.Start(context.Background(), sim.Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	rec := runOnce(t, testRunner(nil), prefixConfig("{mode: shared, tokens: 64, groups: 2}"), srv.URL)
+	pc := rec.Summary.PrefixCache
+	t.Logf("shared: %.0f of %.0f prompt tokens hit", pc.Hits, pc.Queries)
+	// 64 shared tokens are 4 full blocks of 16 in each prompt of 80 to 160 tokens.
+	if pc.HitRate < 0.25 || pc.Hits < 24*48 {
+		t.Errorf("shared prefix: %.0f of %.0f tokens hit (%.1f%%), want at least 3 blocks a request", pc.Hits, pc.Queries, 100*pc.HitRate)
+	}
+	if rec.PrefixCache.Mode != result.PrefixShared || gate.Unfit(rec) != "" {
+		t.Errorf("shared run: mode %q, unfit %q", rec.PrefixCache.Mode, gate.Unfit(rec))
+	}
+}
