@@ -41,7 +41,7 @@ func ResetPrefixCache(ctx context.Context, url, apiKey, engineName string, hc *h
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	p := &prober{base: baseURL(url), apiKey: apiKey, http: hc}
+	p := &prober{base: baseURL(url), apiKey: apiKey, http: hc, timeout: DefaultProbeTimeout}
 	st, body, err := p.do(ctx, http.MethodPost, path, nil)
 	switch {
 	case err != nil:
