@@ -427,6 +427,10 @@ func judgeWorkload(cfg *workload.File, w *workload.Workload, hw string, recs []*
 		if b.WorkloadHash != first.WorkloadHash {
 			verdicts = append(verdicts, Incomparable)
 			wr.Reason = fmt.Sprintf("workload changed: baseline hash %s, run hash %s; refresh the baseline with `slogate baseline update`", b.WorkloadHash, first.WorkloadHash)
+			if who, other := measuredBy(b.Source), measuredBy(first.Source); who != other {
+				// Not a changed benchmark: two sources whose identities cannot match.
+				wr.Reason = fmt.Sprintf("incomparable sources: the baseline was %s and the run %s; an imported record's workload identity is derived from its source file, so it compares only with imports of the same benchmark by the same tool (make the baseline from one with `slogate baseline update`)", who, other)
+			}
 		} else {
 			base = b.runs
 		}
@@ -459,6 +463,14 @@ func judgeWorkload(cfg *workload.File, w *workload.Workload, hw string, recs []*
 	verdicts = append(verdicts, provenance(wr, first.Source, b)...)
 	wr.Verdict = Worst(verdicts...)
 	return wr, nil
+}
+
+// measuredBy names who measured a record: slogate, or the tool it was imported from.
+func measuredBy(s *result.Source) string {
+	if s == nil {
+		return "measured by slogate"
+	}
+	return "imported from " + s.Tool
 }
 
 // provenance fills wr.Provenance when either side was imported, says where the two

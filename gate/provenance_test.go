@@ -74,3 +74,19 @@ func TestProvenanceUnavailableMetric(t *testing.T) {
 		}
 	}
 }
+
+// TestProvenanceIncomparableSources: a native baseline and an import have different
+// identities by construction; the reason says so, rather than "workload changed".
+func TestProvenanceIncomparableSources(t *testing.T) {
+	f := testConfig([]workload.Rule{{Metric: "ttft_p99", Direction: "lower", Tolerance: 0.5}})
+	base := rec(f, 1, gatetest.Spec{})
+	cand := imported(rec(f, 2, gatetest.Spec{Hash: "sha256:fromvllm"}), "vllm", "send")
+	res := evaluate(t, f, storeOf(t, []*result.Record{base}), cand)
+	w := res.Workloads[0]
+	if w.Verdict != Incomparable || !strings.Contains(w.Reason, "incomparable sources: the baseline was measured by slogate and the run imported from vllm") {
+		t.Errorf("verdict %s reason %q", w.Verdict, w.Reason)
+	}
+	if len(w.Provenance) != 2 {
+		t.Errorf("provenance %q", w.Provenance)
+	}
+}
