@@ -9,6 +9,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -48,6 +50,7 @@ const (
 // concurrent use.
 type Client struct {
 	hc             *http.Client
+	dialer         *dialer // nil with a caller's HTTPClient
 	completionsURL string
 	chatURL        string
 	tokenizeURL    string
@@ -87,8 +90,11 @@ func NewClient(o ClientOptions) *Client {
 		maxLine: o.MaxLineBytes,
 		maxBody: o.MaxBodyBytes,
 	}
+	base := strings.TrimRight(strings.TrimSpace(o.BaseURL), "/")
+	base = strings.TrimRight(strings.TrimSuffix(base, "/v1"), "/")
 	if c.hc == nil {
-		c.hc = defaultHTTPClient()
+		c.dialer = newDialer(hostPort(base))
+		c.hc = defaultHTTPClient(c.dialer)
 	}
 	if c.maxLine <= 0 {
 		c.maxLine = DefaultMaxLineBytes
@@ -96,8 +102,6 @@ func NewClient(o ClientOptions) *Client {
 	if c.maxBody <= 0 {
 		c.maxBody = DefaultMaxBodyBytes
 	}
-	base := strings.TrimRight(strings.TrimSpace(o.BaseURL), "/")
-	base = strings.TrimRight(strings.TrimSuffix(base, "/v1"), "/")
 	c.completionsURL = base + "/v1/completions"
 	c.chatURL = base + "/v1/chat/completions"
 	c.tokenizeURL = base + "/tokenize"
@@ -118,8 +122,24 @@ func NewClient(o ClientOptions) *Client {
 	return c
 }
 
-func defaultHTTPClient() *http.Client {
-	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+// hostPort is the address the transport dials for base: host:port, the port defaulting
+// to the scheme's.
+func hostPort(base string) string {
+	u, err := url.Parse(base)
+	if err != nil {
+		return ""
+	}
+	if p := u.Port(); p != "" {
+		return net.JoinHostPort(u.Hostname(), p)
+	}
+	if u.Scheme == "https" {
+		return net.JoinHostPort(u.Hostname(), "443")
+	}
+	return net.JoinHostPort(u.Hostname(), "80")
+}
+
+// defaultHTTPClient dials through d, which tracks connections (see conn.go).
+func defaultHTTPClient(d *dialer) *http.Client {
 	t := &http.Transport{
 		DialContext:         d.DialContext,
 		MaxIdleConns:        0, // no limit
@@ -135,6 +155,34 @@ func defaultHTTPClient() *http.Client {
 		Transport:     t,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
+}
+
+// PrepareConns dials n connections ahead of the requests that will use them, so that no
+// measured request pays for a dial (see conn.go), and keeps that many spare from then on.
+// It returns a note for the record ("" when there is nothing to say). A client built on a
+// caller's HTTPClient dials nothing here.
+func (c *Client) PrepareConns(ctx context.Context, n int) string {
+	if c.dialer == nil {
+		return ""
+	}
+	return c.dialer.prepare(ctx, n)
+}
+
+// ConnNote says how the server treats connections when that matters to a reader of the
+// record; "" when it keeps them alive as HTTP/1.1 says.
+func (c *Client) ConnNote() string {
+	if c.dialer == nil || !c.dialer.closesAfterResponses() {
+		return ""
+	}
+	return "connections: the server closes the connection after its responses (while advertising keep-alive): each request went on a fresh connection, dialed ahead where possible"
+}
+
+// CloseIdleConnections closes the spare and idle connections; a later request dials anew.
+func (c *Client) CloseIdleConnections() {
+	if c.dialer != nil {
+		c.dialer.closeSpares()
+	}
+	c.hc.CloseIdleConnections()
 }
 
 // Epoch is the base of every Result time this client records.
@@ -160,6 +208,12 @@ func (c *Client) Stream(ctx context.Context, req *Request, res *Result) {
 		c.fail(res, ErrConnect, err.Error())
 		return
 	}
+	if c.dialer != nil {
+		// A server that closes after each response gets a fresh connection per request
+		// (Connection: close, so the transport never offers it a used one).
+		hr.Close = c.dialer.closesAfterResponses()
+		hr = hr.WithContext(httptrace.WithClientTrace(ctx, connTrace(res)))
+	}
 	hr.Header["Content-Type"] = jsonContentType
 	hr.Header["Accept"] = acceptSSE
 	if c.auth != nil {
@@ -168,6 +222,11 @@ func (c *Client) Stream(ctx context.Context, req *Request, res *Result) {
 
 	res.Send = c.now()
 	resp, err := c.hc.Do(hr)
+	if c.dialer != nil && !hr.Close && c.dialer.closesAfterResponses() {
+		// Learned during this request: drop the idle connections now rather than
+		// refuse them one by one.
+		c.hc.CloseIdleConnections()
+	}
 	if err != nil {
 		if r := ctxReason(ctx, err); r != "" {
 			c.fail(res, r, "no response headers: "+err.Error())
@@ -200,6 +259,26 @@ func (c *Client) Stream(ctx context.Context, req *Request, res *Result) {
 		io.CopyN(io.Discard, resp.Body, maxDrain)
 		t.Stop()
 	}
+}
+
+// connTrace records in res how the request got its connection: the dial time of a fresh
+// connection dialed inside the request (not ahead), and how often the transport resent
+// the request elsewhere because the server had closed the connection before any byte
+// was written (each attempt gets a connection).
+func connTrace(res *Result) *httptrace.ClientTrace {
+	attempts := 0
+	return &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+		if attempts++; attempts > 1 {
+			res.Retries++
+		}
+		nc := info.Conn
+		if t, ok := nc.(interface{ NetConn() net.Conn }); ok {
+			nc = t.NetConn()
+		}
+		if tc, ok := nc.(*conn); ok && !info.Reused && !tc.ahead {
+			res.Dial += tc.dialTime
+		}
+	}}
 }
 
 // fail ends res with a reason.

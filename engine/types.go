@@ -77,9 +77,18 @@ type Result struct {
 	// count (PromptTokens is then 0: unknown).
 	UsageFlag    string
 	FinishReason string
-	Status       int    // HTTP status, 0 if none
-	ErrReason    string // "" on success; one of the Err* reasons or http_<status>
-	ErrDetail    string // capped and stripped of control characters
+	// Dial is the time spent dialing the fresh connection this request got, when it was
+	// dialed inside the request rather than ahead (0: reused or dialed ahead): set-up
+	// that is part of this request's latency.
+	Dial time.Duration
+	// Retries counts the times the request was resent on another connection because the
+	// server had closed the first before any byte of the request was written (never
+	// read, so not an error and not sent twice).
+	Retries int
+
+	Status    int    // HTTP status, 0 if none
+	ErrReason string // "" on success; one of the Err* reasons or http_<status>
+	ErrDetail string // capped and stripped of control characters
 }
 
 // Reset clears r for reuse, keeping the Gaps buffer.

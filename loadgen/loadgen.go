@@ -60,6 +60,11 @@ type Config struct {
 	Requests int
 	Duration time.Duration
 
+	// Connections is how many connections to dial before the measured window, when the
+	// Streamer manages its own (engine.Client), so that no measured request pays for a
+	// dial. 0: Users for the closed loop, min(requests, 32) for the open loop.
+	Connections int
+
 	// SampleEvery is the interval of the client in-flight series; default 100ms.
 	SampleEvery time.Duration
 	// Progress, when set, is called at most every 200ms during each phase and once at
@@ -92,6 +97,17 @@ type Config struct {
 	// accurate one this platform offers. Benchmarks compare the others.
 	pacing pacing
 }
+
+// connManager is what a Streamer that manages its own connections offers
+// (engine.Client): dialing ahead, what the server does with connections, and closing
+// what is left when the run ends.
+type connManager interface {
+	PrepareConns(ctx context.Context, n int) string
+	ConnNote() string
+	CloseIdleConnections()
+}
+
+var _ connManager = (*engine.Client)(nil)
 
 // Progress is a snapshot of the running phase.
 type Progress struct {
@@ -152,6 +168,11 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	}
 
 	defer r.abort(nil)
+	conns, _ := cfg.Streamer.(connManager)
+	if conns != nil {
+		defer conns.CloseIdleConnections()
+		conns.PrepareConns(r.ctx, min(cfg.WarmupConcurrency, cfg.Warmup))
+	}
 	out.Warmup = r.warmup()
 	if r.ctx.Err() != nil {
 		out.Interrupted = ctx.Err() != nil
@@ -161,6 +182,18 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		start := r.now().Microseconds()
 		out.Window = result.Window{StartUS: start, EndUS: start}
 		return out, nil
+	}
+
+	if conns != nil {
+		n := cfg.Connections
+		if n == 0 && cfg.Closed {
+			n = cfg.Users
+		} else if n == 0 {
+			n = min(len(arrivals), 32)
+		}
+		if note := conns.PrepareConns(r.ctx, n); note != "" {
+			out.Notes = append(out.Notes, note)
+		}
 	}
 
 	if cfg.OpenWindow != nil {
@@ -221,6 +254,11 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	}
 	out.Window = window(out.Measured, windowStart, arrivals, cfg.Closed)
 	out.Notes = append(out.Notes, result.RequestNotes(out.Measured)...)
+	if conns != nil {
+		if note := conns.ConnNote(); note != "" {
+			out.Notes = append(out.Notes, note)
+		}
+	}
 	return out, nil
 }
 

@@ -138,6 +138,8 @@ func (r *runner) do(ph *phase, i int, item workload.Item, sched time.Duration, o
 		OutputTokens: res.OutputTokens,
 		NoUsage:      !res.UsageReported,
 		UsageFlag:    res.UsageFlag,
+		DialUS:       ceilUS(res.Dial),
+		Retries:      res.Retries,
 		Chunks:       res.Chunks,
 		Finish:       res.FinishReason,
 		Error:        res.ErrReason,
@@ -409,4 +411,9 @@ func (ph *phase) stop() []result.Sample {
 		ph.report()
 	}
 	return ph.samples
+}
+
+// ceilUS rounds up to whole microseconds, so that a dial that happened never reads 0.
+func ceilUS(d time.Duration) int64 {
+	return int64((d + time.Microsecond - 1) / time.Microsecond)
 }

@@ -156,7 +156,8 @@ func Summarize(reqs []Request, in SummaryInput) Summary {
 	var (
 		met, outputTokens           int
 		promptT, prompt, outT, outA []int
-		scratch                     []int64
+		scratch, dials              []int64
+		retried                     int
 	)
 	for i := range reqs {
 		r := &reqs[i]
@@ -166,6 +167,12 @@ func Summarize(reqs []Request, in SummaryInput) Summary {
 		}
 		if r.UsageFlag != "" {
 			s.UsageFlagged++
+		}
+		if r.DialUS > 0 {
+			dials = append(dials, r.DialUS)
+		}
+		if r.Retries > 0 {
+			retried++
 		}
 		if !r.OK() {
 			s.Errors[r.Error]++
@@ -213,6 +220,14 @@ func Summarize(reqs []Request, in SummaryInput) Summary {
 	}
 	s.ClientSaturated = in.OpenLoop && lag.Count() > 0 && time.Duration(lag.ValueAtUS(99))*time.Microsecond > bound
 	s.InFlight = inFlight(reqs, win)
+	if len(dials) > 0 || retried > 0 {
+		s.Connections = &Connections{Dials: len(dials), Retried: retried}
+		if len(dials) > 0 {
+			slices.Sort(dials)
+			s.Connections.DialP50ms = usToMS(percentileSorted(dials, 50))
+			s.Connections.DialMaxms = usToMS(dials[len(dials)-1])
+		}
+	}
 	s.Lengths = Lengths{
 		PromptTarget: lengthStats(promptT), Prompt: lengthStats(prompt),
 		OutputTarget: lengthStats(outT), Output: lengthStats(outA),

@@ -7,7 +7,16 @@ import "fmt"
 func RequestNotes(reqs []Request) []string {
 	var notes []string
 	flagged, example := 0, ""
+	dials, retried := 0, 0
+	var dialMax int64
 	for _, r := range reqs {
+		if r.DialUS > 0 {
+			dials++
+			dialMax = max(dialMax, r.DialUS)
+		}
+		if r.Retries > 0 {
+			retried++
+		}
 		if r.UsageFlag != "" {
 			if flagged == 0 {
 				example = fmt.Sprintf("request %d: %s", r.I, r.UsageFlag)
@@ -17,6 +26,12 @@ func RequestNotes(reqs []Request) []string {
 	}
 	if flagged > 0 {
 		notes = append(notes, fmt.Sprintf("usage: the server's token counts of %d requests contradict what was sent or seen and were not used (%s)", flagged, example))
+	}
+	if dials > 0 {
+		notes = append(notes, fmt.Sprintf("connections: %d measured requests dialed a connection inside their latency (max %.2f ms; per request: dial_us)", dials, usToMS(dialMax)))
+	}
+	if retried > 0 {
+		notes = append(notes, fmt.Sprintf("connections: %d requests were resent on a fresh connection because the server had closed theirs before any byte was written (never read: not errors)", retried))
 	}
 	return notes
 }

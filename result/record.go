@@ -146,7 +146,13 @@ type Request struct {
 	// UsageFlag says why the server's usage was not believed ("" when it was): an output
 	// count above max_tokens + slack or below the content chunks (OutputTokens is then
 	// the chunk count), or an impossible prompt count (PromptTokens is then 0).
-	UsageFlag   string  `json:"usage_flag,omitempty"`
+	UsageFlag string `json:"usage_flag,omitempty"`
+	// DialUS is the time spent dialing a connection inside this request (its latency
+	// includes it), rounded up; 0 when it used a connection reused or dialed ahead.
+	DialUS int64 `json:"dial_us,omitempty"`
+	// Retries counts resends on a fresh connection after the server had closed the one
+	// first used before any byte of the request was written (never read: not an error).
+	Retries     int     `json:"retries,omitempty"`
 	Chunks      int     `json:"chunks"`
 	ITLUS       []int64 `json:"itl_us,omitempty"` // gaps between content chunks
 	Finish      string  `json:"finish,omitempty"`
@@ -216,6 +222,10 @@ type Summary struct {
 	// EngineTokens are the engine's own token counters over the window, where it exports
 	// them (llama.cpp): the prompt work it really did, beside what was sent.
 	EngineTokens *EngineTokens `json:"engine_tokens,omitempty"`
+
+	// Connections says how requests got their connections; absent when every one was
+	// reused or dialed ahead without a retry.
+	Connections *Connections `json:"connections,omitempty"`
 
 	// KVConcurrency is the KV-limited concurrency for this workload's request sizes.
 	KVConcurrency *KVConcurrency `json:"kv_concurrency,omitempty"`
@@ -291,6 +301,17 @@ func (r *Record) WarmCold() string {
 	}
 	return fmt.Sprintf("a cold run found %s in the engine's prefix cache (%s), above the %.0f%% a cold run allows: it measured a warm cache; reset the cache before the run (prefix_cache: {mode: cold, reset: true}) or restart the engine",
 		what, pc.Source, 100*ColdHitRateMax)
+}
+
+// Connections summarizes connection set-up inside the measured window.
+type Connections struct {
+	// Dials counts measured requests that dialed their connection inside their own
+	// latency; DialP50ms and DialMaxms are over those dials.
+	Dials     int     `json:"dials"`
+	DialP50ms float64 `json:"dial_p50_ms"`
+	DialMaxms float64 `json:"dial_max_ms"`
+	// Retried counts requests resent on a fresh connection (Request.Retries > 0).
+	Retried int `json:"retried"`
 }
 
 // Gauge summarizes a server gauge sampled over the window.
