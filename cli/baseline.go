@@ -3,7 +3,9 @@ package cli
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/slogate/slogate/gate"
 	"github.com/slogate/slogate/measure"
@@ -180,8 +182,19 @@ func (a *app) updateAllBaselines(f *workload.File, recs []*result.Record, sweeps
 		for _, t := range b.Trials {
 			requests += t.Requests.N
 		}
-		fmt.Fprintf(a.stdout, "wrote %s (%s on %s: %d trial(s), %d requests, engine %s)\n", path, b.Workload, b.Hardware, len(b.Trials), requests, engineOf(b.Environment))
+		size := ""
+		if total, tl, err := gate.Sizes(b); err == nil {
+			size = fmt.Sprintf(", %d bytes of which the timelines %d", total, tl)
+		}
+		fmt.Fprintf(a.stdout, "wrote %s (%s on %s: %d trial(s), %d requests, engine %s%s)\n", path, b.Workload, b.Hardware, len(b.Trials), requests, engineOf(b.Environment), size)
 		written = append(written, path)
+		// One line of history per refresh, beside the baseline.
+		if hp, err := a.appendHistory(f, store.Dir, groupOf(todo, b), gate.HistoryBaseline); err != nil {
+			a.errorf("writing the history of %s on %s: %v", b.Workload, b.Hardware, err)
+			return nil, ExitFailure
+		} else {
+			written = append(written, hp)
+		}
 	}
 	for _, sw := range sweepTodo {
 		path, err := gate.WriteSweep(store.Dir, sw)
@@ -194,6 +207,33 @@ func (a *app) updateAllBaselines(f *workload.File, recs []*result.Record, sweeps
 		written = append(written, path)
 	}
 	return written, ExitOK
+}
+
+// groupOf is the group of records b was made from.
+func groupOf(todo [][]*result.Record, b *gate.Baseline) []*result.Record {
+	for _, g := range todo {
+		if g[0].Workload == b.Workload && gate.HardwareOf(g[0]) == b.Hardware {
+			return g
+		}
+	}
+	return nil
+}
+
+// appendHistory adds the records' line to the history beside their baseline under dir:
+// the commit (GITHUB_SHA in Actions, else the checkout's HEAD), the date, the versions and
+// each gated metric.
+func (a *app) appendHistory(f *workload.File, dir string, recs []*result.Record, kind string) (string, error) {
+	commit := a.getenv("GITHUB_SHA")
+	if commit == "" && a.git != nil {
+		if out, err := a.git(context.Background(), filepath.Dir(f.Path), "rev-parse", "HEAD"); err == nil {
+			commit = strings.TrimSpace(string(out))
+		}
+	}
+	e, err := gate.NewHistoryEntry(f, recs, kind, commit, a.now())
+	if err != nil {
+		return "", err
+	}
+	return gate.AppendHistory(dir, recs[0].Workload, gate.HardwareOf(recs[0]), e)
 }
 
 // sweepUnfitForBaseline says why a sweep cannot be a baseline; "" when it can. A

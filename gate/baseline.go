@@ -61,6 +61,8 @@ type Trial struct {
 	WindowS  float64        `json:"window_s"`
 	Summary  result.Summary `json:"summary"`
 	Requests Columns        `json:"requests"`
+	// Timeline is for the report's charts over time; absent in older baselines.
+	Timeline *Timeline `json:"timeline,omitempty"`
 }
 
 // Columns are the per-request values of one trial, one entry per measured request, in
@@ -216,6 +218,7 @@ func FromRecords(recs []*result.Record, now time.Time) (*Baseline, error) {
 			WindowS:  r.Summary.DurationS,
 			Summary:  r.Summary,
 			Requests: columnsOf(r),
+			Timeline: timelineOf(r),
 		})
 		b.runs = append(b.runs, runOf(r))
 	}
@@ -330,6 +333,11 @@ func (t *Trial) decode() (*run, error) {
 	}
 	if !(t.WindowS >= 0) || math.IsInf(t.WindowS, 0) {
 		return nil, fmt.Errorf("window_s is %v", t.WindowS)
+	}
+	if t.Timeline != nil {
+		if err := t.Timeline.check(n, strings.Count(c.OK, "0")); err != nil {
+			return nil, err
+		}
 	}
 	r := &run{
 		trial: t.Trial, window: t.WindowS, summary: &t.Summary,
