@@ -297,8 +297,19 @@ install source "" "$PATH" SLOGATE_ACTION_REF=main
 check "install: no release and Go on PATH: built from source (exit $(cat "$work/install-source/rc"), $(sed -n 's/^source=//p' "$work/install-source/outputs" 2>/dev/null))" \
 	grep -qx 'source=build' "$work/install-source/outputs"
 in_log source 'slogate main (commit unknown' || fail "install: the source build does not print version main: $(tail -3 "$work/install-source/log")"
-check "install: none of these downloaded an archive ($(grep -c 'tar.gz' "$rel_state/requests.log" || true) archive requests)" \
+check "install: none of these downloaded an archive ($(grep -c 'tar.gz 200$' "$rel_state/requests.log" || true) archives served)" \
 	test "$(grep -c 'tar.gz 200$' "$rel_state/requests.log" || true)" = 0
+# The version from the action's ref (uses: slogate/slogate@v0.0.0-actiontest), and from
+# .slogate-version on the commit a major tag points to (uses: slogate/slogate@v0).
+install ref "" "$nogo_path" SLOGATE_ACTION_REF="$VERSION"
+check "install: the action's ref $VERSION is downloaded without the input version ($(tr '\n' ' ' <"$work/install-ref/outputs" 2>/dev/null))" \
+	grep -qx "version=$VERSION" "$work/install-ref/outputs"
+mkdir -p "$work/major-tag"
+echo "$VERSION" >"$work/major-tag/.slogate-version"
+install major "" "$nogo_path" SLOGATE_ACTION_REF=v0 SLOGATE_ACTION_PATH="$work/major-tag"
+check "install: the major tag v0 installs its .slogate-version $VERSION ($(tr '\n' ' ' <"$work/install-major/outputs" 2>/dev/null))" \
+	grep -qx "version=$VERSION" "$work/install-major/outputs"
+check "install: and that binary runs" in_log major "slogate $VERSION (commit"
 
 # ---- the container image ---------------------------------------------------------------
 
