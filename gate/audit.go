@@ -88,7 +88,9 @@ func AuditBaselines(in AuditInput) (*Audit, error) {
 			e := AuditEntry{
 				Workload: w.Name, Hardware: hw, Path: shown, WorkloadHash: b.WorkloadHash,
 				Created: b.Created, Age: in.Now.Sub(b.Created), ToolVersion: b.ToolVersion,
-				Environment: b.Environment, Stale: b.WorkloadHash != workload.Hash(cfg, w),
+				// An imported baseline's identity is its source's, not the config's: the
+				// config cannot make it stale.
+				Environment: b.Environment, Stale: b.Source == nil && b.WorkloadHash != workload.Hash(cfg, w),
 				Verdict: Pass,
 			}
 			if a.MaxAge > 0 && e.Age > a.MaxAge {

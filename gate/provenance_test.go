@@ -90,3 +90,26 @@ func TestProvenanceIncomparableSources(t *testing.T) {
 		t.Errorf("provenance %q", w.Provenance)
 	}
 }
+
+// TestAuditImportedBaseline: an imported baseline's hash is its source's; the audit
+// does not call it stale for differing from the config's hash. A native one with a
+// foreign hash still is.
+func TestAuditImportedBaseline(t *testing.T) {
+	f := testConfig(nil)
+	for _, c := range []struct {
+		src   bool
+		stale bool
+	}{{true, false}, {false, true}} {
+		r := rec(f, 1, gatetest.Spec{Hash: "sha256:other", Requests: 50})
+		if c.src {
+			r = imported(r, "aiperf", "send")
+		}
+		a, err := AuditBaselines(AuditInput{Config: f, Store: storeOf(t, []*result.Record{r}), Env: gatetest.Env(), Hardware: HardwareOf(r), Now: created})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(a.Entries) != 1 || a.Entries[0].Stale != c.stale {
+			t.Errorf("imported %v: entries %+v, want stale %v", c.src, a.Entries, c.stale)
+		}
+	}
+}
