@@ -60,7 +60,7 @@ func WriteCSV(w io.Writer, rec *result.Record, gaps bool) error {
 }
 
 // ownError recognises an error text slogate's vLLM export wrote ("reason: detail").
-var ownError = regexp.MustCompile(`^(http_[0-9]{3}|timeout|connect|stream_error|disconnect|canceled|response_too_large|bad_response|no_content|error)(: |$)`)
+var ownError = regexp.MustCompile(`^(http_[0-9]{3}|timeout|connect|stream_error|disconnect|canceled|response_too_large|bad_response|empty_response|output_overrun|no_content|error)(: |$)`)
 
 // ExportVLLM encodes rec in the shape `vllm bench serve --save-result --save-detailed`
 // writes (VLLMFormat), so that tools reading vLLM results read slogate runs. vLLM's
