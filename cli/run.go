@@ -163,6 +163,10 @@ func (a *app) runWorkloads(ctx context.Context, f *workload.File, p runParams) (
 			case rec.Incomplete:
 				a.errorf("%s: run incomplete (%s); what was measured is in %s", w.Name, rec.IncompleteReason, path)
 				code = ExitFailure
+			case rec.Summary.ReaderSaturated && rec.Summary.ReaderLagms != nil:
+				a.errorf("%s: the load generator could not keep up: its goroutines ran %.3f ms late at p99 (bound %g ms), stamping chunks late: the run measured the client, not the engine",
+					w.Name, rec.Summary.ReaderLagms.P99, rec.MaxReaderLagMS)
+				code = ExitFailure
 			case rec.Summary.ClientSaturated:
 				a.errorf("%s: the load generator could not keep the schedule (dispatch lag p99 %.3f ms > %s): the run measured the client, not the engine",
 					w.Name, rec.Summary.DispatchLagms.P99, measure.MaxDispatchLag(w))

@@ -131,6 +131,9 @@ func Unfit(rec *result.Record) string {
 			why = "no reason recorded"
 		}
 		return "the run is incomplete (" + why + ")"
+	case rec.Summary.ReaderSaturated && rec.Summary.ReaderLagms != nil:
+		return fmt.Sprintf("the load generator was saturated: its goroutines ran %.3f ms late at p99 (bound %g ms), so chunks were stamped late and ITL measured the client; rerun on a less loaded machine or shard the run",
+			rec.Summary.ReaderLagms.P99, rec.MaxReaderLagMS)
 	case rec.Summary.ClientSaturated:
 		bound := "its bound"
 		if rec.MaxDispatchLagMS > 0 {

@@ -137,6 +137,9 @@ type Outcome struct {
 	// Notes are facts about the run the record must carry (result.RequestNotes of the
 	// measured requests, how connections were set up).
 	Notes []string
+	// ReaderLag is how late the client's goroutines ran when they could (the Go
+	// runtime's scheduling latency) over the measured window, in ms; nil when unknown.
+	ReaderLag *result.LagSummary
 	// Start is how the window opened against Config.StartAt; nil without one.
 	Start *result.StartSync
 	// ScheduleZeroUS is the time the schedule's offsets count from (µs from Epoch): the
@@ -235,6 +238,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if cfg.Closed {
 		total = cfg.Requests
 	}
+	sched := startSchedLatency()
 	ph := r.startPhase(false, total, windowStart, true)
 	if cfg.Closed {
 		out.Measured = r.closed(ph, windowStart)
@@ -242,6 +246,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		out.Measured = r.open(ph, windowStart, arrivals, items)
 	}
 	out.InFlight = ph.stop()
+	out.ReaderLag = sched.summary()
 
 	obsCancel()
 	if obsDone != nil {

@@ -114,6 +114,11 @@ func TestOpenLoopSchedule(t *testing.T) {
 	if len(out.Measured) != 100 || out.Warmup != nil {
 		t.Fatalf("got %d measured, %d warm-up; want 100, 0", len(out.Measured), len(out.Warmup))
 	}
+	// The client's goroutines' lateness over the window is recorded (a hundred sends
+	// and their readers woke up in it).
+	if l := out.ReaderLag; l == nil || !(0 <= l.P50 && l.P50 <= l.P99 && l.P99 <= l.Max) {
+		t.Errorf("reader lag %+v", l)
+	}
 	base := out.Measured[0].SchedUS
 	var endMax int64
 	for i, q := range out.Measured {

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -283,12 +284,60 @@ func SelectWorkloads(f *workload.File, names []string) ([]*workload.Workload, er
 	return out, nil
 }
 
-// MaxDispatchLag is the workload's bound on dispatch-lag p99, or the default.
+// ClientBoundFraction is the share of the tightest latency SLO the client may take: a
+// request's latency counts from its scheduled time, so a late send or a late read is
+// charged to the engine and never flatters it; the bound keeps that charge small against
+// what the SLO measures, so that the run measures the engine, not the client.
+const ClientBoundFraction = 0.05
+
+// MaxDispatchLag is the bound on dispatch-lag p99: max_dispatch_lag where the workload
+// sets it, else ClientBoundFraction of its tightest TTFT or E2E SLO (the latencies a late
+// send inflates), else of its tightest SLO of any kind, never below 1 ms; 1 ms without
+// an SLO.
 func MaxDispatchLag(w *workload.Workload) time.Duration {
 	if w.MaxDispatchLag > 0 {
 		return w.MaxDispatchLag
 	}
+	if b := sloBound(w, "ttft", "e2e"); b > 0 {
+		return b
+	}
+	if b := sloBound(w); b > 0 {
+		return b
+	}
 	return DefaultMaxDispatchLag
+}
+
+// MaxReaderLag is the bound on the p99 lateness of the client's goroutines (how long a
+// goroutine that could run waited to run: a reader that wakes late stamps its chunks late
+// and stretches ITL and TPOT however well sending keeps up): max_dispatch_lag where set,
+// else ClientBoundFraction of the tightest ITL or TPOT SLO, else of the tightest SLO,
+// never below 1 ms; 0 (not judged, only recorded) without an SLO.
+func MaxReaderLag(w *workload.Workload) time.Duration {
+	if w.MaxDispatchLag > 0 {
+		return w.MaxDispatchLag
+	}
+	if b := sloBound(w, "itl", "tpot"); b > 0 {
+		return b
+	}
+	return sloBound(w)
+}
+
+// sloBound is ClientBoundFraction of the tightest SLO limit among metrics (all when
+// none are named), at least 1 ms; 0 when the workload has no such SLO.
+func sloBound(w *workload.Workload, metrics ...string) time.Duration {
+	var tight time.Duration
+	for _, t := range w.SLO.Targets {
+		if len(metrics) > 0 && !slices.Contains(metrics, t.Metric) {
+			continue
+		}
+		if t.Limit > 0 && (tight == 0 || t.Limit < tight) {
+			tight = t.Limit
+		}
+	}
+	if tight == 0 {
+		return 0
+	}
+	return max(time.Duration(float64(tight)*ClientBoundFraction), time.Millisecond)
 }
 
 // IgnoreEOS decides whether output lengths are forced: the file's choice, else where the
@@ -535,6 +584,7 @@ func FillRecord(rec *result.Record, w *workload.Workload, out *loadgen.Outcome, 
 	rec.Window = out.Window
 	rec.Requests = out.Measured
 	rec.MaxDispatchLagMS = ms(MaxDispatchLag(w))
+	rec.MaxReaderLagMS = ms(MaxReaderLag(w))
 	for i := range rec.Requests {
 		result.Judge(&rec.Requests[i], rec.SLO)
 	}
@@ -574,6 +624,8 @@ func FillRecord(rec *result.Record, w *workload.Workload, out *loadgen.Outcome, 
 		// Not one request succeeded: the run measured a failing engine, not its service.
 		rec.Incomplete, rec.IncompleteReason = true, fmt.Sprintf("engine failed every request: %d of %d failed (%s)", n, n, errorCounts(rec.Summary.Errors))
 	}
+	rec.Summary.ReaderLagms = out.ReaderLag
+	result.JudgeReader(rec)
 	if rec.Summary.ClientSaturated {
 		rec.Notes = append(rec.Notes, result.NoteClientSaturated)
 	}

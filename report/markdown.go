@@ -266,10 +266,17 @@ func recordDetails(b *strings.Builder, r *result.Record, w gate.WorkloadResult) 
 	}
 	fmt.Fprintf(b, "- Throughput %s req/s, %s output tokens/s; completed %d of %d%s\n", num(s.ThroughputRPS), num(s.OutputTokensPS), s.Completed, s.Requests, mdErrors(s.Errors))
 	health := "healthy"
-	if s.ClientSaturated {
+	switch {
+	case s.ReaderSaturated:
+		health = "**saturated: the load generator's goroutines ran late, stamping chunks late**"
+	case s.ClientSaturated:
 		health = "**saturated: the load generator could not keep the schedule**"
 	}
-	fmt.Fprintf(b, "- Client: %s; dispatch lag p50 %s ms, p99 %s ms, max %s ms; in flight mean %s, max %d\n", health, num(s.DispatchLagms.P50), num(s.DispatchLagms.P99), num(s.DispatchLagms.Max), num(s.InFlight.Mean), s.InFlight.Max)
+	reader := ""
+	if l := s.ReaderLagms; l != nil {
+		reader = fmt.Sprintf("; goroutines ran late p99 %s ms (bound %s ms)", num(l.P99), boundText(r.MaxReaderLagMS))
+	}
+	fmt.Fprintf(b, "- Client: %s; dispatch lag p50 %s ms, p99 %s ms, max %s ms%s; in flight mean %s, max %d\n", health, num(s.DispatchLagms.P50), num(s.DispatchLagms.P99), num(s.DispatchLagms.Max), reader, num(s.InFlight.Mean), s.InFlight.Max)
 	if wu := r.Warmup; wu != nil {
 		fmt.Fprintf(b, "- Warm-up (excluded): %d requests, cold TTFT %s ms, TTFT p50 %s ms", wu.Requests, num(wu.ColdTTFTms), num(wu.TTFTms.P50))
 		if wu.EngineStartS > 0 {

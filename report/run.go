@@ -52,6 +52,9 @@ func RunTable(w io.Writer, rec *result.Record, path string) {
 	}
 	fmt.Fprintf(w, "dispatch lag p50 %s ms, p99 %s ms, max %s ms; in flight mean %s, max %d%s\n",
 		num(s.DispatchLagms.P50), num(s.DispatchLagms.P99), num(s.DispatchLagms.Max), num(s.InFlight.Mean), s.InFlight.Max, sat)
+	if l := s.ReaderLagms; l != nil {
+		fmt.Fprintf(w, "client goroutines ran late p50 %s ms, p99 %s ms (bound %s ms)%s\n", num(l.P50), num(l.P99), boundText(rec.MaxReaderLagMS), map[bool]string{true: "  READER-SATURATED"}[s.ReaderSaturated])
+	}
 	l := s.Lengths
 	fmt.Fprintf(w, "prompt tokens p50/p95 target %s/%s achieved %s/%s; output tokens target %s/%s achieved %s/%s; early stops %d\n",
 		num(l.PromptTarget.P50), num(l.PromptTarget.P95), num(l.Prompt.P50), num(l.Prompt.P95),
@@ -103,4 +106,12 @@ func num(v float64) string {
 // pct formats a percentile label: 99.9 -> "99.9", 95 -> "95".
 func pct(p float64) string {
 	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", p), "0"), ".")
+}
+
+// boundText is a bound in ms, or "none" when it is not judged.
+func boundText(ms float64) string {
+	if ms <= 0 {
+		return "none"
+	}
+	return num(ms)
 }

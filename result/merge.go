@@ -202,6 +202,15 @@ func Merge(recs ...*Record) (*Record, error) {
 	if scraper != nil {
 		copyEngineSummary(&m.Summary, &scraper.Summary)
 	}
+	// Each shard's client is judged by its own reader lateness: the merged run keeps the
+	// worst shard's.
+	for _, s := range shards {
+		if l := s.rec.Summary.ReaderLagms; l != nil && (m.Summary.ReaderLagms == nil || l.P99 > m.Summary.ReaderLagms.P99) {
+			m.Summary.ReaderLagms = l
+		}
+		m.MaxReaderLagMS = max(m.MaxReaderLagMS, s.rec.MaxReaderLagMS)
+	}
+	JudgeReader(&m)
 	if m.Summary.ClientSaturated {
 		m.Notes = append(m.Notes, NoteClientSaturated)
 	}
@@ -215,6 +224,16 @@ func Merge(recs ...*Record) (*Record, error) {
 		m.Notes = append(m.Notes, NoUsageNote(noUsage))
 	}
 	return &m, nil
+}
+
+// JudgeReader sets summary.reader_saturated (and client_saturated with it) when the
+// client's goroutines ran later, at p99, than the record's bound.
+func JudgeReader(rec *Record) {
+	l := rec.Summary.ReaderLagms
+	if l != nil && rec.MaxReaderLagMS > 0 && l.P99 > rec.MaxReaderLagMS {
+		rec.Summary.ReaderSaturated = true
+		rec.Summary.ClientSaturated = true
+	}
 }
 
 // Notes a record's requests imply: a merge recomputes them over all the shards'

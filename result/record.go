@@ -55,6 +55,9 @@ type Record struct {
 	// MaxDispatchLagMS is the dispatch-lag p99 bound the run was held to (the summary's
 	// client_saturated flag); kept so that merging shards can recompute the flag.
 	MaxDispatchLagMS float64 `json:"max_dispatch_lag_ms,omitempty"`
+	// MaxReaderLagMS bounds summary.reader_lag_ms.p99 (0: not judged, no SLO to derive
+	// it from).
+	MaxReaderLagMS float64 `json:"max_reader_lag_ms,omitempty"`
 
 	// Hardware is the normalized hardware id baselines are filed under
 	// (baselines/<workload>/<hardware>.json): e.g. h100-80gb-hbm3-x1, cpu, or sim for the
@@ -196,6 +199,12 @@ type Summary struct {
 
 	DispatchLagms   LagSummary `json:"dispatch_lag_ms"`
 	ClientSaturated bool       `json:"client_saturated"`
+	// ReaderLagms is how late the client's goroutines ran when they could over the
+	// window (the Go runtime's scheduling latency), and ReaderSaturated whether its p99
+	// passed the record's max_reader_lag_ms (then ClientSaturated is set too): a reader
+	// that wakes late stretches ITL however well sending keeps up.
+	ReaderLagms     *LagSummary `json:"reader_lag_ms,omitempty"`
+	ReaderSaturated bool        `json:"reader_saturated,omitempty"`
 	DurationS       float64    `json:"duration_s"`
 	InFlight        InFlight   `json:"in_flight"`
 

@@ -65,7 +65,6 @@ const (
 	defaultBurstiness      = 1
 	defaultThinkDist       = "fixed"
 	defaultRepeats         = 1
-	defaultMaxDispatchLag  = time.Millisecond
 	defaultSeed            = 1
 	defaultBaselines       = "baselines"
 	defaultMissing         = "fail"
@@ -703,13 +702,12 @@ func (d *decoder) model(path string, n *yaml.Node, m *Model) {
 
 func (d *decoder) workload(path string, n *yaml.Node) Workload {
 	w := Workload{
-		Seed:           defaultSeed,
-		Timeout:        defaultTimeout,
-		Repeats:        defaultRepeats,
-		MaxDispatchLag: defaultMaxDispatchLag,
-		PrefixCache:    PrefixCache{Mode: PrefixCold},
-		SLO:            SLO{Attainment: defaultAttainment},
-		Arrival:        Arrival{Burstiness: defaultBurstiness, ThinkDist: defaultThinkDist},
+		Seed:        defaultSeed,
+		Timeout:     defaultTimeout,
+		Repeats:     defaultRepeats,
+		PrefixCache: PrefixCache{Mode: PrefixCold},
+		SLO:         SLO{Attainment: defaultAttainment},
+		Arrival:     Arrival{Burstiness: defaultBurstiness, ThinkDist: defaultThinkDist},
 	}
 	d.mapping(n, path, "", []field{
 		{"name", func(p string, v *yaml.Node) { w.Name = d.str(p, v) }},

@@ -137,7 +137,7 @@ func TestLoadFull(t *testing.T) {
 				SLO: SLO{Attainment: 0.99, Targets: []SLOTarget{
 					{"itl", 99, 200 * time.Millisecond}, {"tpot", 95, 50 * time.Millisecond}, ttft(95, 500*time.Millisecond),
 				}},
-				Repeats: 1, MaxDispatchLag: time.Millisecond,
+				Repeats: 1,
 			},
 			{
 				Name: "rag-mix", Seed: 11, Duration: 10 * time.Minute, Warmup: Warmup{16},
@@ -160,7 +160,7 @@ func TestLoadFull(t *testing.T) {
 						SLO: SLO{Attainment: 0.95, Targets: []SLOTarget{
 							{"e2e", 99, 90 * time.Second}, itl, ttft(95, 800*time.Millisecond)}}},
 				},
-				Repeats: 1, MaxDispatchLag: time.Millisecond,
+				Repeats: 1,
 			},
 			{
 				Name: "agent-steps", Seed: 3, Requests: 600,
@@ -228,7 +228,7 @@ func TestLoadDefaultsAndFiles(t *testing.T) {
 		PrefixCache:  PrefixCache{Mode: PrefixCold},
 		Timeout:      120 * time.Second,
 		SLO:          SLO{Attainment: 0.99},
-		Repeats:      1, MaxDispatchLag: time.Millisecond,
+		Repeats:      1, // max_dispatch_lag 0: derived from the SLO when the run starts
 	}
 	if diff := cmp.Diff(wantW, w); diff != "" {
 		t.Errorf("minimal workload (-want +got):\n%s", diff)

@@ -95,8 +95,9 @@ type Workload struct {
 	// the engine accepts it" (vLLM, SGLang, the simulator).
 	IgnoreEOS *bool
 	Repeats   int // trials per workload for the gate; default 1
-	// MaxDispatchLag is the p99 dispatch-lag bound above which the run is client-saturated.
-	// Default 1ms.
+	// MaxDispatchLag, when set (max_dispatch_lag), bounds the client's health: the p99
+	// dispatch lag and the p99 lateness of its goroutines, above which the run is
+	// client-saturated. 0: derived from the SLO (measure.MaxDispatchLag).
 	MaxDispatchLag time.Duration
 }
 
