@@ -115,7 +115,6 @@ func (tl *Timeline) check(n, failed int) error {
 	return nil
 }
 
-
 // Sizes are the bytes of a baseline file and how many of them its timelines take (what
 // the report's baseline timelines cost in the repository).
 func Sizes(b *Baseline) (total, timeline int, err error) {
