@@ -28,6 +28,7 @@ func (a *app) cmdDemo(ctx context.Context, args []string) int {
 	fs := a.flagSet("demo", demoUsage)
 	regress := fs.Bool("regress", false, "run the simulator slower and with less KV cache")
 	out := fs.String("o", "slogate-out", "output `dir`ectory")
+	a.quietFlag(fs)
 	dur := fs.Duration("duration", 0, "override the workload's measured duration (a changed workload is incomparable with the committed baseline)")
 	if code, ok := a.parse(fs, args); !ok {
 		return code
@@ -53,7 +54,9 @@ func (a *app) cmdDemo(ctx context.Context, args []string) int {
 		return ExitFailure
 	}
 	defer srv.Close()
-	fmt.Fprintf(a.stderr, "slogate demo: simulated engine (profile %s%s) at %s\n", prof.Name, map[bool]string{true: ", regressed", false: ""}[*regress], srv.URL)
+	if !a.quiet {
+		fmt.Fprintf(a.stderr, "slogate demo: simulated engine (profile %s%s) at %s\n", prof.Name, map[bool]string{true: ", regressed", false: ""}[*regress], srv.URL)
+	}
 	recs, code := a.runWorkloads(ctx, f, runParams{target: srv.URL, outDir: *out})
 	if len(recs) == 0 {
 		return code

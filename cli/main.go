@@ -44,6 +44,7 @@ type app struct {
 	getenv         func(string) string
 	now            func() time.Time
 	isTTY          bool
+	quiet          bool // --quiet: no progress, only the result
 	// envOptions returns how to read the GPU and host environment (tests fake nvidia-smi).
 	envOptions func() envinfo.Options
 	// probeTimeout and preflightTimeout bound the calls to the engine before the run

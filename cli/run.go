@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/slogate/slogate/engine"
-	"github.com/slogate/slogate/loadgen"
 	"github.com/slogate/slogate/measure"
 	"github.com/slogate/slogate/report"
 	"github.com/slogate/slogate/result"
@@ -38,6 +37,7 @@ func (a *app) cmdRun(ctx context.Context, args []string) int {
 	fs.BoolVar(&p.shardFromEnv, "shard-from-env", false, "take the shard from $JOB_COMPLETION_INDEX (0-based, a Kubernetes Indexed Job) of $SLOGATE_SHARDS")
 	fs.Var(startAtFlag{&p.startAt}, "start-at", "anchor the schedule to a wall-clock `time` every shard shares (RFC 3339, or @UNIX seconds)")
 	fs.DurationVar(&p.maxStartLate, "max-start-late", 0, "how late after --start-at a shard may open its window before the gate refuses it (default 100ms)")
+	a.quietFlag(fs)
 	if code, ok := a.parse(fs, args); !ok {
 		return code
 	}
@@ -76,10 +76,7 @@ func (a *app) runner() *measure.Runner {
 	version, _ := ToolVersion()
 	r := &measure.Runner{Getenv: a.getenv, Now: a.now, EnvOptions: a.envOptions, Log: a.stderr, ToolVersion: version,
 		ProbeTimeout: a.probeTimeout, PreflightTimeout: a.preflightTimeout}
-	if a.isTTY {
-		r.Progress = a.progressLine
-		r.ProgressDone = func() { fmt.Fprint(a.stderr, "\r\033[K") }
-	}
+	r.Progress, r.ProgressDone = a.progress(nil)
 	return r
 }
 
@@ -122,6 +119,7 @@ func (a *app) runWorkloads(ctx context.Context, f *workload.File, p runParams) (
 		return nil, a.measureError(err)
 	}
 	r := a.runner()
+	r.Progress, r.ProgressDone = a.progress(f)
 	var launched *engine.Process
 	if f.Target.Start != nil {
 		var stop func()
@@ -206,16 +204,6 @@ func (a *app) launchEngine(ctx context.Context, r *measure.Runner, f *workload.F
 		return nil, nil, a.measureError(err)
 	}
 	return proc, func() { stop(); log.Close() }, ExitOK
-}
-
-func (a *app) progressLine(name string) func(loadgen.Progress) {
-	return func(p loadgen.Progress) {
-		total := "?"
-		if p.Total > 0 {
-			total = fmt.Sprint(p.Total)
-		}
-		fmt.Fprintf(a.stderr, "\r\033[K[%s] %d/%s done, %d errors, %d in flight, %s", name, p.Done, total, p.Errors, p.InFlight, p.Elapsed.Round(100*time.Millisecond))
-	}
 }
 
 // shardFromEnv is the shard of a Kubernetes Indexed Job's pod: JOB_COMPLETION_INDEX
