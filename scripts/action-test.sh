@@ -197,6 +197,10 @@ for p in linux/amd64 linux/arm64 darwin/arm64; do
 done
 host_asset=slogate_${bare}_${host_os}_${host_arch}.tar.gz
 [[ -f $rel/$VERSION/$host_asset ]] || die "no release archive for this machine ($host_os/$host_arch): the act runs need one"
+# Reproducible: the same commit builds the same bytes (a mirror can rebuild and compare).
+waited timeout 600 bash scripts/release.sh -v "$VERSION" -p "$host_os/$host_arch" -o "$work/rebuilt" 2>>"$work/release.log" || true
+check "release: a second build of $host_asset gives the same bytes" \
+	test "$(sha256 "$work/rebuilt/$host_asset" 2>/dev/null)" = "$(sha256 "$rel/$VERSION/$host_asset")"
 
 # The tampered release: this machine's archive altered after SHA256SUMS was written.
 mkdir -p "$rel/$TAMPERED"
