@@ -269,7 +269,7 @@ env PATH="$nogo_path" bash -c 'command -v go' >/dev/null 2>&1 && die "go is stil
 # install NAME VERSION PATH [ENV...]: runs scripts/action-install.sh as action.yml does,
 # with a tool cache and outputs of its own; status in $work/install-NAME/rc.
 install() {
-	local name=$1 v=$2 path=$3 d=$work/install-$1
+	local v=$2 path=$3 d=$work/install-$1
 	shift 3
 	mkdir -p "$d/tmp"
 	local rc=0
