@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"regexp"
 	"sort"
 	"strings"
 	"syscall"
@@ -89,20 +90,21 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"run":      {"run the workloads of a config against an engine and write run records", (*app).cmdRun},
-		"gate":     {"compare run records with the committed baselines and give a verdict", (*app).cmdGate},
-		"baseline": {"baseline update: make run records (and sweeps) the new baselines", (*app).cmdBaseline},
-		"audit":    {"show each baseline's versions, age and drift from the current environment", (*app).cmdAudit},
-		"sim":      {"serve the simulated engine (vLLM's API) for tests and demos", (*app).cmdSim},
-		"demo":     {"run the whole pipeline on the built-in simulated engine (no GPU, no server)", (*app).cmdDemo},
-		"sweep":    {"find the highest arrival rate that meets the SLO (the capacity a latency SLO allows)", (*app).cmdSweep},
-		"capacity": {"print the capacity worksheet: GPUs and cost for a traffic profile", (*app).cmdCapacity},
-		"import":   {"import vLLM, guidellm or AIPerf results as run records", (*app).cmdImport},
-		"export":   {"export a run record as CSV (one row per request or ITL gap) or as vLLM's result JSON", (*app).cmdExport},
-		"merge":    {"merge the shard records of one run made on several machines", (*app).cmdMerge},
-		"report":   {"render the pull-request comment and the HTML report from a results directory", (*app).cmdReport},
-		"ci":       {"the GitHub Action: run, gate, report and publish (reads INPUT_* variables)", (*app).cmdCI},
-		"version":  {"print the version", func(a *app, _ context.Context, args []string) int { return a.cmdVersion(args) }},
+		"run":        {"run the workloads of a config against an engine and write run records", (*app).cmdRun},
+		"gate":       {"compare run records with the committed baselines and give a verdict", (*app).cmdGate},
+		"baseline":   {"baseline update: make run records (and sweeps) the new baselines", (*app).cmdBaseline},
+		"audit":      {"show each baseline's versions, age and drift from the current environment", (*app).cmdAudit},
+		"sim":        {"serve the simulated engine (vLLM's API) for tests and demos", (*app).cmdSim},
+		"demo":       {"run the whole pipeline on the built-in simulated engine (no GPU, no server)", (*app).cmdDemo},
+		"sweep":      {"find the highest arrival rate that meets the SLO (the capacity a latency SLO allows)", (*app).cmdSweep},
+		"capacity":   {"print the capacity worksheet: GPUs and cost for a traffic profile", (*app).cmdCapacity},
+		"import":     {"import vLLM, guidellm or AIPerf results as run records", (*app).cmdImport},
+		"export":     {"export a run record as CSV (one row per request or ITL gap) or as vLLM's result JSON", (*app).cmdExport},
+		"merge":      {"merge the shard records of one run made on several machines", (*app).cmdMerge},
+		"completion": {"print a shell completion script (bash, zsh or fish)", (*app).cmdCompletion},
+		"report":     {"render the pull-request comment and the HTML report from a results directory", (*app).cmdReport},
+		"ci":         {"the GitHub Action: run, gate, report and publish (reads INPUT_* variables)", (*app).cmdCI},
+		"version":    {"print the version", func(a *app, _ context.Context, args []string) int { return a.cmdVersion(args) }},
 	}
 }
 
@@ -126,7 +128,7 @@ func (a *app) run(ctx context.Context, args []string) int {
 func (a *app) usage(w io.Writer, cmds map[string]command) {
 	fmt.Fprintf(w, "slogate gates changes to an LLM serving stack on measured serving quality.\n\nUsage: slogate COMMAND [flags]\n\nCommands:\n")
 	for _, name := range sortedKeys(cmds) {
-		fmt.Fprintf(w, "  %-9s %s\n", name, cmds[name].summary)
+		fmt.Fprintf(w, "  %-10s %s\n", name, cmds[name].summary)
 	}
 	fmt.Fprintf(w, "\nExit codes: 0 ok, 1 gate failed, 2 bad input, 3 tool or engine failure.\nRun 'slogate COMMAND -h' for a command's flags.\n")
 }
@@ -136,9 +138,61 @@ func (a *app) flagSet(name, usage string) *flag.FlagSet {
 	fs.SetOutput(a.stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(a.stderr, "%s\n\nFlags:\n", usage)
-		fs.PrintDefaults()
+		printFlags(a.stderr, fs)
 	}
 	return fs
+}
+
+// aliasOf matches the usage of a flag that is another's alias: "... (same as -c)".
+var aliasOf = regexp.MustCompile(`\(same as -{1,2}([A-Za-z0-9-]+)\)$`)
+
+// printFlags lists each flag once, with its aliases ("-c, --config file"), its usage and
+// its default where the usage does not state one and it is not the zero value.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	aliases := map[string][]string{}
+	fs.VisitAll(func(f *flag.Flag) {
+		if m := aliasOf.FindStringSubmatch(f.Usage); m != nil && fs.Lookup(m[1]) != nil {
+			aliases[m[1]] = append(aliases[m[1]], f.Name)
+		}
+	})
+	fs.VisitAll(func(f *flag.Flag) {
+		if m := aliasOf.FindStringSubmatch(f.Usage); m != nil && fs.Lookup(m[1]) != nil {
+			return
+		}
+		names := []string{dash(f.Name)}
+		for _, al := range aliases[f.Name] {
+			names = append(names, dash(al))
+		}
+		arg, usage := flag.UnquoteUsage(f)
+		line := "  " + strings.Join(names, ", ")
+		if arg != "" {
+			line += " " + arg
+		}
+		fmt.Fprintln(w, line)
+		if !strings.Contains(usage, "(default") && !zeroDefault(f.DefValue) {
+			if arg == "string" || arg == "file" || arg == "dir" || arg == "URL" {
+				usage += fmt.Sprintf(" (default %q)", f.DefValue)
+			} else {
+				usage += fmt.Sprintf(" (default %s)", f.DefValue)
+			}
+		}
+		fmt.Fprintf(w, "    \t%s\n", strings.ReplaceAll(usage, "\n", "\n    \t"))
+	})
+}
+
+func dash(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+func zeroDefault(v string) bool {
+	switch v {
+	case "", "0", "false", "0%", "0s", "[]":
+		return true
+	}
+	return false
 }
 
 // parse parses flags; ok is false when the command must return code.

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"os"
 
 	"github.com/slogate/slogate/measure"
@@ -24,6 +26,9 @@ func (a *app) cmdMerge(ctx context.Context, args []string) int {
 	fs := a.flagSet("merge", mergeUsage)
 	out := fs.String("o", "", "merged record `file`, or the directory of merged records when a PATH is a directory (required)")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK // help was asked for, as with every other command
+		}
 		return ExitBadInput
 	}
 	if *out == "" || fs.NArg() == 0 {

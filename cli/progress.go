@@ -45,5 +45,5 @@ func targetRate(f *workload.File, name string) float64 {
 // quietFlag registers --quiet (-q) on a command that reports progress.
 func (a *app) quietFlag(fs *flag.FlagSet) {
 	fs.BoolVar(&a.quiet, "quiet", false, "print only the result: no progress")
-	fs.BoolVar(&a.quiet, "q", false, "")
+	fs.BoolVar(&a.quiet, "q", false, "print only the result (same as -quiet)")
 }

@@ -33,7 +33,7 @@ func (a *app) cmdReport(_ context.Context, args []string) int {
 	fl := a.flagSet("report", reportUsage)
 	var results, gatePath, mdPath, htmlPath, baselinesDir string
 	fl.StringVar(&results, "r", "", "`dir`ectory of run records (required)")
-	fl.StringVar(&results, "results", "", "")
+	fl.StringVar(&results, "results", "", "`dir`ectory of run records (same as -r)")
 	fl.StringVar(&gatePath, "gate", "", "gate result `file` (default: RESULTS_DIR/gate.json)")
 	fl.StringVar(&mdPath, "markdown", "", "write the comment to `file`")
 	fl.StringVar(&htmlPath, "html", "", "write the HTML report to `file`")
