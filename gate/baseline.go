@@ -86,6 +86,7 @@ type Columns struct {
 type run struct {
 	trial   int
 	window  float64 // measured window, seconds
+	span    float64 // span of scheduled arrivals, seconds; 0: unknown (goodputSpan)
 	summary *result.Summary
 	ttft    []int64 // µs, −1 for none
 	tpot    []int64
@@ -96,6 +97,28 @@ type run struct {
 }
 
 func (r *run) len() int { return len(r.ok) }
+
+// goodputSpan is what goodput divides by: the span of scheduled arrivals, so that the
+// drain does not count (a slower engine below capacity has the same goodput), or the
+// measured window where the span is unknown.
+func (r *run) goodputSpan() float64 {
+	if r.span > 0 {
+		return r.span
+	}
+	return r.window
+}
+
+// windowGoodput returns runs whose goodput is per second of the measured window, for a
+// comparison where one side has no arrival span: both sides on one definition.
+func windowGoodput(runs []*run) []*run {
+	out := make([]*run, len(runs))
+	for i, r := range runs {
+		c := *r
+		c.span = 0
+		out[i] = &c
+	}
+	return out
+}
 
 // FileError says that a baseline file cannot be used: not JSON, cut short, another kind of
 // file, or inconsistent. It is bad input (exit code 2), unlike an I/O error.
@@ -298,6 +321,7 @@ func runOf(rec *result.Record) *run {
 	r := &run{
 		trial:   rec.Trial,
 		window:  rec.Summary.DurationS,
+		span:    rec.Summary.ArrivalSpanS,
 		summary: &rec.Summary,
 		ttft:    make([]int64, n), tpot: make([]int64, n), e2e: make([]int64, n),
 		tokens: make([]int, n),
@@ -343,7 +367,7 @@ func (t *Trial) decode() (*run, error) {
 		}
 	}
 	r := &run{
-		trial: t.Trial, window: t.WindowS, summary: &t.Summary,
+		trial: t.Trial, window: t.WindowS, span: t.Summary.ArrivalSpanS, summary: &t.Summary,
 		ttft: c.TTFTUS, tpot: c.TPOTUS, e2e: c.E2EUS, tokens: c.OutputTokens,
 		ok: make([]bool, n), met: make([]bool, n), itl: make([][]float64, n),
 	}

@@ -544,6 +544,8 @@ func provenance(wr *WorkloadResult, cand *result.Source, b *Baseline) []Verdict 
 // the rule's absolute limits are checked, on the candidate alone, and a rule without one
 // is not judged at all (false): a row saying "pass" where nothing was compared would
 // mislead, and the workload's reason already says why.
+func noSpan(r *run) bool { return !(r.span > 0) }
+
 func evalRule(rule workload.Rule, def metricDef, base, cand []*run, g workload.GateConfig) (MetricResult, bool) {
 	m := MetricResult{Metric: rule.Metric, Unit: def.unit, Tolerance: rule.Tolerance, Max: rule.Max, Min: rule.Min, Method: MethodNone}
 	absolute := rule.Max != nil || rule.Min != nil
@@ -556,6 +558,10 @@ func evalRule(rule workload.Rule, def metricDef, base, cand []*run, g workload.G
 		m.Direction = dir.String()
 	}
 	m.Warnings = append(m.Warnings, def.notes...)
+	if def.name == "goodput" && base != nil && slices.ContainsFunc(base, noSpan) != slices.ContainsFunc(cand, noSpan) {
+		base, cand = windowGoodput(base), windowGoodput(cand)
+		m.Warnings = append(m.Warnings, "one side has no span of scheduled arrivals (a baseline older than drain-free goodput, or an imported result): goodput compared per second of the measured window on both sides, drain included; refresh the baseline")
+	}
 
 	var verdicts []Verdict
 

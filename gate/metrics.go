@@ -50,7 +50,7 @@ func lookupMetric(name string) (metricDef, error) {
 	switch name {
 	case "goodput":
 		return metricDef{name: name, unit: UnitRPS, natural: stats.HigherIsBetter, scale: 1,
-			build: func(r *run) stats.Metric { return stats.NewPerSecond(r.met, r.window) }}, nil
+			build: func(r *run) stats.Metric { return stats.NewPerSecond(r.met, r.goodputSpan()) }}, nil
 	case "throughput":
 		return metricDef{name: name, unit: UnitRPS, natural: stats.HigherIsBetter, scale: 1,
 			build: func(r *run) stats.Metric { return stats.NewPerSecond(r.ok, r.window) }}, nil

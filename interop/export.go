@@ -148,7 +148,8 @@ func ExportVLLM(rec *result.Record, requestRate float64) ([]byte, error) {
 	out["request_throughput"] = per(float64(completed))
 	out["request_goodput"] = nil
 	if len(rec.SLO) > 0 {
-		out["request_goodput"] = rec.Summary.GoodputRPS
+		// vllm bench serve divides by the benchmark duration: the window figure.
+		out["request_goodput"] = rec.Summary.GoodputWindowRPS
 	}
 	out["output_throughput"], out["total_token_throughput"] = per(float64(totalOut)), per(float64(totalIn+totalOut))
 	out["input_lens"], out["output_lens"], out["ttfts"], out["itls"] = inputLens, outputLens, ttfts, itls

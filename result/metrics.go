@@ -139,7 +139,9 @@ type SummaryInput struct {
 // completed the successful ones; error_rate = errors / requests; slo_attainment = requests
 // that succeeded and met every SLO (see Judge; the SLOs are re-judged here from in.SLO,
 // not read from Request.SLOMet) / requests, so errors count as misses; goodput_rps the
-// same numerator / duration_s; throughput_rps = completed / duration_s;
+// same numerator / arrival_span_s (the span of scheduled arrivals, so that the drain
+// does not count; / duration_s where there is no span), goodput_window_rps the same
+// numerator / duration_s; throughput_rps = completed / duration_s;
 // output_tokens_per_s = output tokens of completed requests / duration_s. Dispatch lag
 // (send − sched) is over every measured request that was sent. In-flight counts requests
 // between sched and end, exactly: the mean is the integral over the window divided by
@@ -207,10 +209,15 @@ func Summarize(reqs []Request, in SummaryInput) Summary {
 	s.ITLms, s.E2Ems = itl.Percentiles(), e2e.Percentiles()
 	s.ErrorRate = ratio(s.Requests-s.Completed, s.Requests)
 	s.SLOAttainment = ratio(met, s.Requests)
+	s.ArrivalSpanS = ArrivalSpanS(reqs)
 	if s.DurationS > 0 {
-		s.GoodputRPS = float64(met) / s.DurationS
+		s.GoodputWindowRPS = float64(met) / s.DurationS
+		s.GoodputRPS = s.GoodputWindowRPS
 		s.ThroughputRPS = float64(s.Completed) / s.DurationS
 		s.OutputTokensPS = float64(outputTokens) / s.DurationS
+	}
+	if s.ArrivalSpanS > 0 {
+		s.GoodputRPS = float64(met) / s.ArrivalSpanS
 	}
 
 	s.DispatchLagms = LagSummary{P50: usToMS(lag.ValueAtUS(50)), P99: usToMS(lag.ValueAtUS(99)), Max: usToMS(lag.max)}
@@ -250,6 +257,21 @@ func Summarize(reqs []Request, in SummaryInput) Summary {
 		s.SLOChecks = append(s.SLOChecks, c)
 	}
 	return s
+}
+
+// ArrivalSpanS is the span of the requests' scheduled arrivals in seconds: (last −
+// first) × n/(n − 1), the time n arrivals take at their mean rate. 0 with fewer than two
+// requests or when all are scheduled at one instant (arrival times unknown).
+func ArrivalSpanS(reqs []Request) float64 {
+	if len(reqs) < 2 {
+		return 0
+	}
+	lo, hi := reqs[0].SchedUS, reqs[0].SchedUS
+	for _, r := range reqs[1:] {
+		lo, hi = min(lo, r.SchedUS), max(hi, r.SchedUS)
+	}
+	n := float64(len(reqs))
+	return float64(hi-lo) / 1e6 * n / (n - 1)
 }
 
 func ratio(a, b int) float64 {

@@ -117,7 +117,12 @@ func TestSummarizeScenario(t *testing.T) {
 	checkNear(t, "error_rate", s.ErrorRate, 2.0/6)
 	checkNear(t, "slo_attainment", s.SLOAttainment, 0.5)
 	checkNear(t, "duration_s", s.DurationS, 1)
-	checkNear(t, "goodput_rps", s.GoodputRPS, 3)
+	// Arrivals span 0 … 500 ms, six of them: 0.5 s × 6/5 = 0.6 s. Goodput is 3 good
+	// requests over that span, whatever the drain; the window figure (vllm bench serve's)
+	// is 3 over the 1 s window.
+	checkNear(t, "arrival_span_s", s.ArrivalSpanS, 0.6)
+	checkNear(t, "goodput_rps", s.GoodputRPS, 5)
+	checkNear(t, "goodput_window_rps", s.GoodputWindowRPS, 3)
 	checkNear(t, "throughput_rps", s.ThroughputRPS, 4)
 	checkNear(t, "output_tokens_per_s", s.OutputTokensPS, 11+5+1+3)
 
@@ -474,5 +479,28 @@ func BenchmarkSummarize(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		Summarize(reqs, in)
+	}
+}
+
+// Goodput does not count the drain: the same schedule and the same good requests give the
+// same goodput however long the last requests take to finish.
+func TestGoodputIgnoresTheDrain(t *testing.T) {
+	fast := scenario()
+	slow := scenario()
+	for i := range slow {
+		if slow[i].OK() {
+			slow[i].EndUS += 2_000_000 // a long tail after the last token (the SLOs ignore it)
+		}
+	}
+	in := scenarioInput()
+	a := Summarize(fast, in)
+	in.Window.EndUS = 3_000_000
+	b := Summarize(slow, in)
+	if a.GoodputRPS != b.GoodputRPS || b.GoodputWindowRPS >= a.GoodputWindowRPS {
+		t.Errorf("goodput %v vs %v (want equal); window goodput %v vs %v (want the longer window lower)",
+			a.GoodputRPS, b.GoodputRPS, a.GoodputWindowRPS, b.GoodputWindowRPS)
+	}
+	if ArrivalSpanS(fast[:1]) != 0 {
+		t.Error("one request has no arrival span")
 	}
 }

@@ -188,14 +188,26 @@ type Summary struct {
 	ITLms      Percentiles `json:"itl_ms"`
 	E2Ems      Percentiles `json:"e2e_ms"`
 
-	Requests       int            `json:"requests"`
-	Completed      int            `json:"completed"`
-	Errors         map[string]int `json:"errors"`
-	ErrorRate      float64        `json:"error_rate"`
-	SLOAttainment  float64        `json:"slo_attainment"`
-	GoodputRPS     float64        `json:"goodput_rps"`
-	ThroughputRPS  float64        `json:"throughput_rps"`
-	OutputTokensPS float64        `json:"output_tokens_per_s"`
+	Requests      int            `json:"requests"`
+	Completed     int            `json:"completed"`
+	Errors        map[string]int `json:"errors"`
+	ErrorRate     float64        `json:"error_rate"`
+	SLOAttainment float64        `json:"slo_attainment"`
+	// GoodputRPS is good requests (succeeded and met every SLO) per second of the span
+	// of scheduled arrivals (ArrivalSpanS): what the engine served well of what was
+	// offered, independent of how long the last requests took to drain. Where arrival
+	// times are unknown (ArrivalSpanS 0: an imported result) it is GoodputWindowRPS.
+	GoodputRPS float64 `json:"goodput_rps"`
+	// GoodputWindowRPS is good requests per second of the measured window (DurationS,
+	// which includes the drain): the "request goodput" vllm bench serve prints. A
+	// slower engine gets a longer window, so it is shown, not gated by default.
+	GoodputWindowRPS float64 `json:"goodput_window_rps"`
+	// ArrivalSpanS is the span of scheduled arrivals: last − first scheduled arrival of
+	// the measured requests, × n/(n − 1), so that n arrivals at a constant rate λ span
+	// n/λ. 0 with fewer than two requests or no arrival times.
+	ArrivalSpanS   float64 `json:"arrival_span_s"`
+	ThroughputRPS  float64 `json:"throughput_rps"`
+	OutputTokensPS float64 `json:"output_tokens_per_s"`
 
 	DispatchLagms   LagSummary `json:"dispatch_lag_ms"`
 	ClientSaturated bool       `json:"client_saturated"`
