@@ -98,6 +98,8 @@ func lookupMetric(name string) (metricDef, error) {
 	default:
 		return metricDef{}, fmt.Errorf("unknown metric %q", name)
 	}
+	build := d.build
+	d.build = func(r *run) stats.Metric { return withSummary(r, m, stat, build(r)) }
 	return d, nil
 }
 

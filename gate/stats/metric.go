@@ -61,11 +61,12 @@ func (f Func) Eval(w []int32) float64 { return f.F(w) }
 // Warnings implements Metric.
 func (f Func) Warnings() []string { return f.Notes }
 
-// rank is the 1-based nearest rank of quantile q among total values: the smallest k with
-// k ≥ q·total, at least 1. The small subtraction keeps 0.07×100 (7.000000000000001 in
-// floating point) at rank 7, not 8.
+// rank is the 1-based rank of quantile q among total values, by the one percentile rule
+// of every number slogate shows (README, "Percentiles"): HdrHistogram's, q·total rounded
+// half up, at least 1 and at most total (result's rank is the same rule), so that the
+// gate's values are the records' summaries.
 func rank(q float64, total int64) int64 {
-	k := int64(math.Ceil(q*float64(total) - 1e-9))
+	k := int64(q*float64(total) + 0.5)
 	return min(max(k, 1), total)
 }
 
