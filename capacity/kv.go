@@ -31,7 +31,11 @@ func KVBytesPerToken(a Arch) (int64, error) {
 	if a.MLA {
 		kv = 1
 	}
-	return int64(math.Ceil(kv * float64(a.Layers) * float64(heads) * float64(a.HeadDim) * a.DTypeBytes)), nil
+	b := math.Ceil(kv * float64(a.Layers) * float64(heads) * float64(a.HeadDim) * a.DTypeBytes)
+	if b >= math.MaxInt64 || math.IsNaN(b) {
+		return 0, fmt.Errorf("KV bytes per token out of range: %g × %d layers × %d heads × %d head dim × %g bytes does not fit in 64 bits", kv, a.Layers, heads, a.HeadDim, a.DTypeBytes)
+	}
+	return int64(b), nil
 }
 
 // KVCapacityFromMemory is the KV cache in tokens of one replica derived from one GPU's
@@ -46,6 +50,9 @@ func KVCapacityFromMemory(gpuMemoryBytes int64, utilization float64, weightsPerG
 	if free <= 0 {
 		return 0, fmt.Errorf("no memory left for the KV cache: %d B × %g − %d B of weights <= 0", gpuMemoryBytes, utilization, weightsPerGPUBytes)
 	}
+	if free >= math.MaxInt64 {
+		return 0, fmt.Errorf("GPU memory out of range: %d B × %g does not fit in 64 bits", gpuMemoryBytes, utilization)
+	}
 	return int64(free) / kvBytesPerToken, nil
 }
 
@@ -56,7 +63,12 @@ type KVConcurrency = result.KVConcurrency
 // p95 of prompt + output tokens rounded up to whole blocks (a sequence holds whole blocks).
 func KVLimitedConcurrency(capacityTokens int64, p95Tokens float64, blockSize int, source string) KVConcurrency {
 	bs := max(blockSize, 1)
-	per := int(math.Ceil(p95Tokens))
+	p := math.Ceil(p95Tokens)
+	if !(p >= 0 && p < 1<<53) || bs > 1<<30 {
+		// No real request is that long: a broken input, not a capacity of 0.
+		return KVConcurrency{CapacityTokens: capacityTokens, Source: source}
+	}
+	per := int(p)
 	per = (per + bs - 1) / bs * bs
 	k := KVConcurrency{CapacityTokens: capacityTokens, PerRequestTokens: per, Source: source}
 	if per > 0 {

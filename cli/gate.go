@@ -7,6 +7,7 @@ import (
 	"flag"
 	"io/fs"
 	"path/filepath"
+	"strings"
 
 	"github.com/slogate/slogate/gate"
 	"github.com/slogate/slogate/measure"
@@ -123,9 +124,16 @@ func (a *app) gateInputs(p gateParams) (*workload.File, []*result.Record, []*res
 		a.errorf("%v", err)
 		return nil, nil, nil, ExitBadInput
 	}
-	recs, err := result.ReadDir(p.results)
+	recs, stale, err := result.ReadRun(p.results)
 	if err != nil {
 		return nil, nil, nil, a.gateError(err)
+	}
+	if len(stale) > 0 {
+		a.errorf("note: %s: passing over %d records an earlier run left (not in %s): %s", p.results, len(stale), result.ManifestName, strings.Join(stale, ", "))
+	}
+	if err := measure.CheckTrials(f, recs); err != nil {
+		a.errorf("%v", err)
+		return nil, nil, nil, ExitBadInput
 	}
 	sweeps, err := result.ReadSweepsDir(p.results)
 	if err != nil {

@@ -318,6 +318,10 @@ func TestBaselineUpdateRefuses(t *testing.T) {
 
 func TestBaselineUpdateTrials(t *testing.T) {
 	e := newGateEnv(t, "")
+	// Three trials are one run's when the workload repeats three times.
+	if err := os.WriteFile(e.config, []byte(strings.Replace(gateConfig, "    seed: 7\n", "    seed: 7\n    repeats: 3\n", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for i := 1; i <= 3; i++ {
 		e.record("", uint64(i), gatetest.Spec{Trial: i})
 	}

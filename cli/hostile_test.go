@@ -240,3 +240,102 @@ func TestRunEveryRequestFailedIsFailure(t *testing.T) {
 		t.Errorf("record lost: %v", err)
 	}
 }
+
+func TestRunOutputDirectoryProbedFirst(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "taken")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{
+		"/proc/slogate-out",            // a file system that takes no new files
+		file,                           // a file where the directory should be
+		filepath.Join(file, "results"), // a directory under a file
+	} {
+		t.Run(dir, func(t *testing.T) {
+			e := newFakeEngine(t)
+			var sent sync.Mutex
+			requests := 0
+			e.handle("/v1/models", func(w http.ResponseWriter, r *http.Request) {
+				sent.Lock()
+				requests++
+				sent.Unlock()
+				http.NotFound(w, r)
+			})
+			a, _, errb := testApp(t)
+			code := a.run(context.Background(), []string{"run", "-c", writeConfig(t, fakeConfig), "--target", e.srv.URL, "-o", dir})
+			if code != ExitBadInput || !strings.Contains(errb.String(), "the output directory "+dir+" cannot be written") {
+				t.Errorf("exit %d, want %d\n%s", code, ExitBadInput, errb)
+			}
+			if requests != 0 {
+				t.Errorf("the engine was reached %d times before the directory was checked", requests)
+			}
+		})
+	}
+}
+
+// A directory that took the manifest before the run but fails at the end (here it is
+// replaced by a file mid-run) loses nothing: the record goes to the temporary directory
+// and the message says where.
+func TestRunRecordKeptWhenOutputFailsAtTheEnd(t *testing.T) {
+	e := newFakeEngine(t)
+	dir := filepath.Join(t.TempDir(), "out")
+	var once sync.Once
+	complete := e.handlers["/v1/completions"]
+	e.handle("/v1/completions", func(w http.ResponseWriter, r *http.Request) {
+		once.Do(func() {
+			os.RemoveAll(dir)
+			os.WriteFile(dir, []byte("not a directory"), 0o644)
+		})
+		complete(w, r)
+	})
+	tmp := t.TempDir()
+	a, _, errb := testApp(t)
+	a.tempDirFunc = func() string { return tmp }
+	code := a.run(context.Background(), []string{"run", "-c", writeConfig(t, fakeConfig), "--target", e.srv.URL, "-o", dir})
+	if code != ExitFailure {
+		t.Fatalf("exit %d\n%s", code, errb)
+	}
+	matches, _ := filepath.Glob(filepath.Join(tmp, "slogate-*-w.json"))
+	if len(matches) != 1 || !strings.Contains(errb.String(), "the record is in "+matches[0]) {
+		t.Fatalf("records in %s: %v\n%s", tmp, matches, errb)
+	}
+	rec, err := result.Read(matches[0])
+	if err != nil || len(rec.Requests) != 5 {
+		t.Fatalf("kept record: %v, %d requests", err, len(rec.Requests))
+	}
+}
+
+// Records an earlier run left in the output directory are not judged as this run's.
+func TestGateJudgesOnlyTheLastRun(t *testing.T) {
+	e := newFakeEngine(t)
+	cfg := strings.Replace(fakeConfig, "    seed: 1\n", "    seed: 1\n    repeats: 2\n", 1)
+	cfgPath := writeConfig(t, cfg)
+	dir := t.TempDir()
+	a, _, errb := testApp(t)
+	a.probeTimeout = 2 * time.Second
+	if code := a.run(context.Background(), []string{"run", "-c", cfgPath, "--target", e.srv.URL, "-o", dir}); code != ExitOK && code != ExitFailure {
+		t.Fatalf("first run: exit %d\n%s", code, errb)
+	}
+	// The second run repeats once: w.t1.json and w.t2.json of the first stay behind.
+	one := strings.Replace(cfg, "    repeats: 2\n", "", 1)
+	if err := os.WriteFile(cfgPath, []byte(one), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code := a.run(context.Background(), []string{"run", "-c", cfgPath, "--target", e.srv.URL, "-o", dir}); code != ExitOK && code != ExitFailure {
+		t.Fatalf("second run: exit %d\n%s", code, errb)
+	}
+	recs, stale, err := result.ReadRun(dir)
+	if err != nil || len(recs) != 1 || len(stale) != 2 {
+		t.Fatalf("read %d records, %d stale (%v), want 1 and 2 (%v)", len(recs), len(stale), stale, err)
+	}
+	// Without the manifest the directory holds three trials of a workload that repeats
+	// once: an error, not a verdict.
+	if err := os.Remove(filepath.Join(dir, result.ManifestName)); err != nil {
+		t.Fatal(err)
+	}
+	errb.Reset()
+	code := a.run(context.Background(), []string{"gate", "-c", cfgPath, "-r", dir})
+	if code != ExitBadInput || !strings.Contains(errb.String(), `workload "w": 3 run records with trials [1 1 2], but repeats is 1`) {
+		t.Errorf("exit %d, want %d\n%s", code, ExitBadInput, errb)
+	}
+}

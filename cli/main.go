@@ -53,6 +53,16 @@ type app struct {
 	probeTimeout, preflightTimeout time.Duration
 	// git runs git (the commit that last changed a baseline file); tests fake it.
 	git ghaction.GitRunner
+	// tempDirFunc is where a record goes when the output directory fails at the end
+	// (nil: os.TempDir).
+	tempDirFunc func() string
+}
+
+func (a *app) tempDir() string {
+	if a.tempDirFunc != nil {
+		return a.tempDirFunc()
+	}
+	return os.TempDir()
 }
 
 func newApp(stdout, stderr io.Writer) *app {

@@ -53,7 +53,7 @@ func (a *app) cmdReport(_ context.Context, args []string) int {
 		a.errorf("%v (write one with 'slogate gate --json %s')", err, gatePath)
 		return ExitBadInput
 	}
-	recs, err := result.ReadDir(results)
+	recs, _, err := result.ReadRun(results)
 	if err != nil {
 		return a.gateError(err)
 	}

@@ -118,6 +118,14 @@ func (a *app) runWorkloads(ctx context.Context, f *workload.File, p runParams) (
 	if err != nil {
 		return nil, a.measureError(err)
 	}
+	// The output directory is written before the engine is reached: a directory that
+	// cannot take a file is found now, not after the run has measured everything. The
+	// manifest written here lists the records of this run, and only those.
+	manifest := &result.Manifest{Start: a.now().UTC(), Records: []result.ManifestEntry{}}
+	if err := result.WriteManifest(p.outDir, manifest); err != nil {
+		a.errorf("the output directory %s cannot be written (%v): nothing was sent; give a writable directory with -o", p.outDir, err)
+		return nil, ExitBadInput
+	}
 	r := a.runner()
 	r.Progress, r.ProgressDone = a.progress(f)
 	var launched *engine.Process
@@ -150,8 +158,20 @@ func (a *app) runWorkloads(ctx context.Context, f *workload.File, p runParams) (
 			}
 			path := recordPath(p.outDir, w.Name, trial, repeats)
 			if err := result.Write(path, rec); err != nil {
-				a.errorf("writing %s: %v", path, err)
-				return recs, ExitFailure
+				// The directory took the manifest before the run (a full disk, a
+				// directory removed since): keep the measurement somewhere that works.
+				alt := filepath.Join(a.tempDir(), fmt.Sprintf("slogate-%s-%s", a.now().UTC().Format("20060102T150405Z"), filepath.Base(path)))
+				if aerr := result.Write(alt, rec); aerr != nil {
+					a.errorf("writing %s: %v; writing %s instead: %v: the record is lost", path, err, alt, aerr)
+				} else {
+					a.errorf("writing %s: %v; the record is in %s", path, err, alt)
+				}
+				return append(recs, rec), ExitFailure
+			}
+			manifest.Records = append(manifest.Records, result.ManifestEntry{File: filepath.Base(path), Workload: w.Name, Trial: rec.Trial})
+			if err := result.WriteManifest(p.outDir, manifest); err != nil {
+				a.errorf("writing the manifest of %s: %v", p.outDir, err)
+				code = ExitFailure
 			}
 			recs = append(recs, rec)
 			if !p.quiet {

@@ -67,3 +67,56 @@ func TestStreamDiesAfterHeaders(t *testing.T) {
 		t.Fatalf("reason %q (%s), want %q", res.ErrReason, res.ErrDetail, ErrDisconnect)
 	}
 }
+
+// KV capacity factors from a broken or hostile page never wrap around to a negative
+// capacity: the product is checked, and the capacity left unknown with a note.
+func TestKVCapacityOverflow(t *testing.T) {
+	cases := []struct {
+		name, engine string
+		h            http.HandlerFunc
+		unified      *bool
+	}{
+		{"vllm blocks near 2^63", EngineVLLM, func(w http.ResponseWriter, r *http.Request) {
+			switch r.URL.Path {
+			case "/v1/models":
+				fmt.Fprint(w, `{"data":[{"id":"m","owned_by":"vllm"}]}`)
+			case "/metrics":
+				fmt.Fprint(w, "vllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"9223372036854775000\"} 1\n")
+			default:
+				http.NotFound(w, r)
+			}
+		}},
+		{"trtllm blocks as a huge float", EngineTRTLLM, func(w http.ResponseWriter, r *http.Request) {
+			switch r.URL.Path {
+			case "/v1/models":
+				fmt.Fprint(w, `{"data":[{"id":"m"}]}`)
+			case "/prometheus/metrics":
+				fmt.Fprint(w, "trtllm_kv_cache_max_blocks 1e30\ntrtllm_kv_cache_tokens_per_block 64\n")
+			default:
+				http.NotFound(w, r)
+			}
+		}},
+		{"llama.cpp n_ctx × slots", EngineLlamaCpp, func(w http.ResponseWriter, r *http.Request) {
+			switch r.URL.Path {
+			case "/v1/models":
+				fmt.Fprint(w, `{"data":[{"id":"m","owned_by":"llamacpp"}]}`)
+			case "/props":
+				fmt.Fprint(w, `{"total_slots":4611686018427387904,"default_generation_settings":{"n_ctx":4096}}`)
+			default:
+				http.NotFound(w, r)
+			}
+		}, new(bool)}, // slots with their own caches: n_ctx × slots
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			srv := newServer(t, c.h)
+			id, err := Identify(context.Background(), IdentifyOptions{BaseURL: srv.URL, Engine: c.engine, KVUnified: c.unified})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if id.KVCapacityTokens != 0 || !strings.Contains(strings.Join(id.Notes, "\n"), "out of range") {
+				t.Errorf("kv_capacity_tokens %d, notes %q: want 0 and an out-of-range note", id.KVCapacityTokens, id.Notes)
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"sort"
 	"strconv"
@@ -93,6 +94,20 @@ type IdentifyOptions struct {
 	// Timeout bounds each call, from the request to the end of the answer's body;
 	// default DefaultProbeTimeout.
 	Timeout time.Duration
+}
+
+// maxBlockSize bounds a KV block size taken from the engine (real ones are 1 to 256
+// tokens); a larger one is a broken page.
+const maxBlockSize = 1 << 20
+
+// kvProduct multiplies two factors of a KV capacity that the engine reported; ok is false
+// when either is not positive or the product does not fit, and the capacity is then not
+// used rather than wrapped around to a negative number.
+func kvProduct(a, b int64) (int64, bool) {
+	if a <= 0 || b <= 0 || a > math.MaxInt64/b {
+		return 0, false
+	}
+	return a * b, true
 }
 
 // maxVersionText caps any identity string taken from the server.
@@ -445,9 +460,13 @@ func identifyVLLM(ctx context.Context, p *prober, id *Identity) {
 	blocks, ok1 := labelInt(fams, "vllm:cache_config_info", "num_gpu_blocks")
 	bs, ok2 := labelInt(fams, "vllm:cache_config_info", "block_size")
 	if ok1 && ok2 && blocks > 0 && bs > 0 {
-		id.KVCapacityTokens = blocks * bs
-		id.KVBlockSize = int(bs)
-		id.KVSource = fmt.Sprintf("engine: vllm:cache_config_info num_gpu_blocks %d × block_size %d", blocks, bs)
+		if c, ok := kvProduct(blocks, bs); ok && bs <= maxBlockSize {
+			id.KVCapacityTokens = c
+			id.KVBlockSize = int(bs)
+			id.KVSource = fmt.Sprintf("engine: vllm:cache_config_info num_gpu_blocks %d × block_size %d", blocks, bs)
+		} else {
+			id.Notes = append(id.Notes, fmt.Sprintf("KV capacity not used: vllm:cache_config_info num_gpu_blocks %d × block_size %d is out of range", blocks, bs))
+		}
 	}
 }
 
@@ -523,9 +542,18 @@ func identifyTRTLLM(ctx context.Context, p *prober, id *Identity) {
 	blocks, ok1 := familyValue(fams, "trtllm_kv_cache_max_blocks")
 	per, ok2 := familyValue(fams, "trtllm_kv_cache_tokens_per_block")
 	if ok1 && ok2 && blocks > 0 && per > 0 {
-		id.KVCapacityTokens = int64(blocks) * int64(per)
-		id.KVBlockSize = int(per)
-		id.KVSource = fmt.Sprintf("engine: trtllm_kv_cache_max_blocks %.0f × trtllm_kv_cache_tokens_per_block %.0f", blocks, per)
+		// Floats from the page: converted only where they are whole numbers in range.
+		c, ok := int64(0), blocks < 1<<53 && per <= maxBlockSize && blocks == math.Trunc(blocks) && per == math.Trunc(per)
+		if ok {
+			c, ok = kvProduct(int64(blocks), int64(per))
+		}
+		if ok {
+			id.KVCapacityTokens = c
+			id.KVBlockSize = int(per)
+			id.KVSource = fmt.Sprintf("engine: trtllm_kv_cache_max_blocks %.0f × trtllm_kv_cache_tokens_per_block %.0f", blocks, per)
+		} else {
+			id.Notes = append(id.Notes, fmt.Sprintf("KV capacity not used: trtllm_kv_cache_max_blocks %g × trtllm_kv_cache_tokens_per_block %g is out of range", blocks, per))
+		}
 	}
 }
 
@@ -567,7 +595,13 @@ func applyLlamaCppSlots(id *Identity, nCtx, totalSlots int, unified *bool) {
 		id.KVCapacityTokens = int64(nCtx)
 		id.KVSource = fmt.Sprintf("engine: llama.cpp /props n_ctx %d, 1 slot", nCtx)
 	case unified != nil && !*unified:
-		id.KVCapacityTokens = int64(nCtx) * int64(slots)
+		c, ok := kvProduct(int64(nCtx), int64(slots))
+		if !ok {
+			id.KVCapacityTokens, id.KVBlockSize = 0, 0
+			id.Notes = append(id.Notes, fmt.Sprintf("KV capacity not used: llama.cpp /props n_ctx %d × total_slots %d is out of range", nCtx, slots))
+			return
+		}
+		id.KVCapacityTokens = c
 		id.KVSource = fmt.Sprintf("engine: llama.cpp /props n_ctx %d per slot × total_slots %d, each slot its own cache (target.kv_unified: false)", nCtx, slots)
 	case unified != nil:
 		id.KVCapacityTokens = int64(nCtx)
@@ -577,7 +611,7 @@ func applyLlamaCppSlots(id *Identity, nCtx, totalSlots int, unified *bool) {
 		id.KVSource = fmt.Sprintf("engine: llama.cpp /props n_ctx %d, taken as one cache shared by total_slots %d (llama-server's default without -np)", nCtx, slots)
 		id.Notes = append(id.Notes, fmt.Sprintf(
 			"llama.cpp does not say whether its %d slots share one KV cache: KV capacity is taken as one shared cache of n_ctx %d tokens, as llama-server runs without -np; a server started with -np %d and without --kv-unified has %d × %d = %d tokens (set target.kv_unified: false)",
-			slots, nCtx, slots, slots, nCtx, slots*nCtx))
+			slots, nCtx, slots, slots, nCtx, int64(slots)*int64(nCtx)))
 	}
 }
 
@@ -638,11 +672,25 @@ func identifyOllama(ctx context.Context, p *prober, id *Identity, o IdentifyOpti
 	}
 	parallel := int64(max(o.Parallel, 1))
 	id.Slots = int(parallel)
-	id.KVCapacityTokens = numCtx * parallel
+	c, ok := kvProduct(numCtx, parallel)
+	if !ok {
+		id.Notes = append(id.Notes, fmt.Sprintf("KV capacity not used: ollama num_ctx %d × parallel %d is out of range", numCtx, parallel))
+		return
+	}
+	id.KVCapacityTokens = c
 	id.KVBlockSize = 1
 	// Ollama's KV cache is f16 by default: 2 bytes per element.
 	if layers > 0 && kvHeads > 0 && headDim > 0 {
-		id.KVBytesPerToken = 2 * layers * kvHeads * headDim * 2
+		b, ok := kvProduct(layers, kvHeads)
+		if ok {
+			b, ok = kvProduct(b, headDim)
+		}
+		if ok {
+			b, ok = kvProduct(b, 4) // K and V, 2 bytes each
+		}
+		if ok {
+			id.KVBytesPerToken = b
+		}
 	}
 	id.KVSource = fmt.Sprintf("derived: ollama /api/show num_ctx %d × parallel %d (block_count %d, kv_heads %d, head_dim %d); not reported by the engine",
 		numCtx, parallel, layers, kvHeads, headDim)

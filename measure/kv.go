@@ -90,6 +90,9 @@ func derivedKVCapacity(f *workload.File, t *Target) (int64, string, error) {
 	if t.Env == nil || !t.Env.GPU.Present || len(t.Env.GPU.Devices) == 0 {
 		return 0, "", fmt.Errorf("the engine reports no KV capacity and there is no GPU to derive it from")
 	}
+	if m := t.Env.GPU.Devices[0].MemoryMiB; m <= 0 || m > 1<<40 {
+		return 0, "", fmt.Errorf("GPU memory %d MiB is out of range (1 MiB to 2^40 MiB)", m)
+	}
 	mem := t.Env.GPU.Devices[0].MemoryMiB << 20
 	util := f.Model.GPUMemoryUtilization
 	c, err := capacity.KVCapacityFromMemory(mem, util, f.Model.WeightsBytes, kvb)

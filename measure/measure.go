@@ -661,3 +661,47 @@ func trailingConnectErrors(reqs []result.Request) int {
 	}
 	return n
 }
+
+// CheckTrials checks that the records of each workload are one run's trials: as many
+// whole-run records as the workload's repeats, numbered 1..repeats. More records than
+// that are stale ones of an earlier run, judged as if they were this run's; fewer are a
+// run that did not finish. Shard records are merged first and are not counted.
+func CheckTrials(f *workload.File, recs []*result.Record) error {
+	byName := map[string][]*result.Record{}
+	for _, r := range recs {
+		if r.Shard == "" {
+			byName[r.Workload] = append(byName[r.Workload], r)
+		}
+	}
+	var errs []error
+	for i := range f.Workloads {
+		w := &f.Workloads[i]
+		rs := byName[w.Name]
+		if len(rs) == 0 {
+			continue
+		}
+		repeats := max(w.Repeats, 1)
+		seen := map[int]bool{}
+		for _, r := range rs {
+			seen[max(r.Trial, 1)] = true
+		}
+		ok := len(rs) == repeats && len(seen) == repeats
+		for t := 1; ok && t <= repeats; t++ {
+			ok = seen[t]
+		}
+		if !ok {
+			errs = append(errs, badInput("workload %q: %d run records with trials %v, but repeats is %d in %s: the gate judges the trials of one run (records of an earlier run left in the directory?)",
+				w.Name, len(rs), trialList(rs), repeats, f.Path))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func trialList(rs []*result.Record) []int {
+	out := make([]int, len(rs))
+	for i, r := range rs {
+		out[i] = max(r.Trial, 1)
+	}
+	sort.Ints(out)
+	return out
+}

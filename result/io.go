@@ -240,7 +240,49 @@ func Decode(name string, data []byte) (*Record, error) {
 		}
 		return nil, bad("%v", err)
 	}
+	if err := rec.checkTimelines(); err != nil {
+		return nil, bad("%v", err)
+	}
 	return &rec, nil
+}
+
+// checkTimelines refuses what no measurement can produce, as the baseline reader does:
+// a window that ends before it starts, a successful request whose first token comes
+// before it was scheduled or whose events run backwards, a negative gap or count. Judged,
+// such a record would pass for a measurement; it is a broken file.
+func (r *Record) checkTimelines() error {
+	if r.Window.EndUS < r.Window.StartUS {
+		return fmt.Errorf("window ends (end_us %d) before it starts (start_us %d)", r.Window.EndUS, r.Window.StartUS)
+	}
+	for k := range r.Requests {
+		q := &r.Requests[k]
+		at := func(format string, args ...any) error {
+			return fmt.Errorf("requests[%d] (i %d): %s", k, q.I, fmt.Sprintf(format, args...))
+		}
+		switch {
+		case q.Chunks < 0 || q.OutputTokens < 0 || q.PromptTokens < 0:
+			return at("negative count (chunks %d, output_tokens %d, prompt_tokens %d)", q.Chunks, q.OutputTokens, q.PromptTokens)
+		case len(q.ITLUS) > 0 && len(q.ITLUS) >= q.Chunks:
+			return at("%d gaps between %d content chunks", len(q.ITLUS), q.Chunks)
+		}
+		for j, g := range q.ITLUS {
+			if g < 0 {
+				return at("itl_us[%d] is %d, a negative gap", j, g)
+			}
+		}
+		if q.Error != "" {
+			continue // a failed request may stop anywhere
+		}
+		switch {
+		case q.FirstUS < q.SchedUS:
+			return at("first_us %d before sched_us %d", q.FirstUS, q.SchedUS)
+		case q.LastUS < q.FirstUS:
+			return at("last_us %d before first_us %d", q.LastUS, q.FirstUS)
+		case q.EndUS < q.LastUS:
+			return at("end_us %d before last_us %d", q.EndUS, q.LastUS)
+		}
+	}
+	return nil
 }
 
 func article(jsonKind string) string {
@@ -299,32 +341,40 @@ func jsonNames(dir string) ([]string, error) {
 
 // OtherOutputs are the schemas of the files slogate writes beside run records in a
 // results directory (the gate's result, a sweep's summary): ReadDir passes over them.
-var OtherOutputs = []string{"slogate.gate/v1", "slogate.sweep/v1", "slogate.report-meta/v1"}
+var OtherOutputs = []string{"slogate.gate/v1", "slogate.sweep/v1", "slogate.report-meta/v1", ManifestSchema}
 
 // ReadDir reads every *.json file of dir (not its subdirectories), in name order. Every
 // such file must be a run record, or one of slogate's OtherOutputs: anything else yields a
 // *FormatError naming it, rather than a baseline or result silently left out of a
 // comparison.
 func ReadDir(dir string) ([]*Record, error) {
+	recs, _, err := readDir(dir)
+	return recs, err
+}
+
+// readDir is ReadDir, with the file name of each record.
+func readDir(dir string) ([]*Record, []string, error) {
 	names, err := jsonNames(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	recs := make([]*Record, 0, len(names))
+	var files []string
 	for _, n := range names {
 		path := filepath.Join(dir, n)
 		data, err := os.ReadFile(path)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if schema, err := SchemaOf(path, data); err == nil && slices.Contains(OtherOutputs, schema) {
 			continue
 		}
 		r, err := Decode(path, data)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		recs = append(recs, r)
+		files = append(files, n)
 	}
-	return recs, nil
+	return recs, files, nil
 }
