@@ -119,10 +119,8 @@ func (a *app) runWorkloads(ctx context.Context, f *workload.File, p runParams) (
 		return nil, a.measureError(err)
 	}
 	// The output directory is written before the engine is reached: a directory that
-	// cannot take a file is found now, not after the run has measured everything. The
-	// manifest written here lists the records of this run, and only those.
-	manifest := &result.Manifest{Start: a.now().UTC(), Records: []result.ManifestEntry{}}
-	if err := result.WriteManifest(p.outDir, manifest); err != nil {
+	// cannot take a file is found now, not after the run has measured everything.
+	if err := result.ProbeDir(p.outDir); err != nil {
 		a.errorf("the output directory %s cannot be written (%v): nothing was sent; give a writable directory with -o", p.outDir, err)
 		return nil, ExitBadInput
 	}
@@ -143,6 +141,13 @@ func (a *app) runWorkloads(ctx context.Context, f *workload.File, p runParams) (
 	}
 	if err := measure.CheckContext(f, t, selected); err != nil {
 		return nil, a.measureError(err)
+	}
+	// The manifest lists the records of this run, and only those: written before the
+	// first request, it replaces an earlier run's.
+	manifest := &result.Manifest{Start: a.now().UTC(), Records: []result.ManifestEntry{}}
+	if err := result.WriteManifest(p.outDir, manifest); err != nil {
+		a.errorf("the output directory %s cannot be written (%v): nothing was sent; give a writable directory with -o", p.outDir, err)
+		return nil, ExitBadInput
 	}
 	var recs []*result.Record
 	code := ExitOK

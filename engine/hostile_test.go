@@ -85,7 +85,7 @@ func TestKVCapacityOverflow(t *testing.T) {
 			default:
 				http.NotFound(w, r)
 			}
-		}},
+		}, nil},
 		{"trtllm blocks as a huge float", EngineTRTLLM, func(w http.ResponseWriter, r *http.Request) {
 			switch r.URL.Path {
 			case "/v1/models":
@@ -95,7 +95,7 @@ func TestKVCapacityOverflow(t *testing.T) {
 			default:
 				http.NotFound(w, r)
 			}
-		}},
+		}, nil},
 		{"llama.cpp n_ctx × slots", EngineLlamaCpp, func(w http.ResponseWriter, r *http.Request) {
 			switch r.URL.Path {
 			case "/v1/models":

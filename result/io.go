@@ -246,10 +246,16 @@ func Decode(name string, data []byte) (*Record, error) {
 	return &rec, nil
 }
 
+// timelineSlackUS is how far out of order two events of one request may be.
+const timelineSlackUS = 1000
+
 // checkTimelines refuses what no measurement can produce, as the baseline reader does:
 // a window that ends before it starts, a successful request whose first token comes
 // before it was scheduled or whose events run backwards, a negative gap or count. Judged,
 // such a record would pass for a measurement; it is a broken file.
+//
+// Events are ordered within timelineSlackUS: records imported from other tools round
+// each time on its own.
 func (r *Record) checkTimelines() error {
 	if r.Window.EndUS < r.Window.StartUS {
 		return fmt.Errorf("window ends (end_us %d) before it starts (start_us %d)", r.Window.EndUS, r.Window.StartUS)
@@ -274,11 +280,11 @@ func (r *Record) checkTimelines() error {
 			continue // a failed request may stop anywhere
 		}
 		switch {
-		case q.FirstUS < q.SchedUS:
+		case q.FirstUS < q.SchedUS-timelineSlackUS:
 			return at("first_us %d before sched_us %d", q.FirstUS, q.SchedUS)
-		case q.LastUS < q.FirstUS:
+		case q.LastUS < q.FirstUS-timelineSlackUS:
 			return at("last_us %d before first_us %d", q.LastUS, q.FirstUS)
-		case q.EndUS < q.LastUS:
+		case q.EndUS < q.LastUS-timelineSlackUS:
 			return at("end_us %d before last_us %d", q.EndUS, q.LastUS)
 		}
 	}
