@@ -110,6 +110,7 @@ func commands() map[string]command {
 		"capacity":   {"print the capacity worksheet: GPUs and cost for a traffic profile", (*app).cmdCapacity},
 		"import":     {"import vLLM, guidellm or AIPerf results as run records", (*app).cmdImport},
 		"export":     {"export a run record as CSV (one row per request or ITL gap) or as vLLM's result JSON", (*app).cmdExport},
+		"loadbench":  {"measure this machine's load generator against engines of exact timing", (*app).cmdLoadbench},
 		"merge":      {"merge the shard records of one run made on several machines", (*app).cmdMerge},
 		"completion": {"print a shell completion script (bash, zsh or fish)", (*app).cmdCompletion},
 		"report":     {"render the pull-request comment and the HTML report from a results directory", (*app).cmdReport},

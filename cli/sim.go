@@ -9,15 +9,27 @@ import (
 const simUsage = `slogate sim [--addr 127.0.0.1:8000] [--profile NAME] [faults]
 
 Serves the simulated continuous-batching engine (vLLM's API and metrics) until
-interrupted. Profiles and faults are described in docs/sim.md.`
+interrupted. Profiles and faults are described in docs/sim.md. With --fixed-ttft and
+--fixed-itl it serves an engine of exact timing instead (no batching model, the same
+timing at any load): the oracle of 'slogate loadbench'.`
 
 func (a *app) cmdSim(ctx context.Context, args []string) int {
 	fs := a.flagSet("sim", simUsage)
 	addr := fs.String("addr", "127.0.0.1:8000", "listen `address`")
 	var o sim.Options
 	o.Bind(fs)
+	var fixed sim.Fixed
+	fs.DurationVar(&fixed.TTFT, "fixed-ttft", 0, "serve the fixed-timing engine: time to the first token")
+	fs.DurationVar(&fixed.ITL, "fixed-itl", 0, "serve the fixed-timing engine: time between tokens")
 	if code, ok := a.parse(fs, args); !ok {
 		return code
+	}
+	if fixed.TTFT > 0 || fixed.ITL > 0 {
+		if err := sim.ServeFixed(ctx, *addr, &fixed, a.stderr); err != nil {
+			a.errorf("sim: %v", err)
+			return ExitFailure
+		}
+		return ExitOK
 	}
 	if err := sim.Serve(ctx, *addr, o, a.stderr); err != nil {
 		a.errorf("sim: %v", err)

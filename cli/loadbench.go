@@ -1,0 +1,121 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/slogate/slogate/loadgen/bench"
+)
+
+const loadbenchUsage = `slogate loadbench [--quick] [--server-procs N] [--client-procs N]
+
+Measures this machine's load generator: walks a ladder of open-loop rates (500 to 5,000
+req/s × 16 tokens, 200 to 2,000 req/s × 128 tokens) and closed-loop stream counts (1,000
+to 10,000 streams × 400 tokens) against engines of exact timing (slogate sim --fixed-*:
+TTFT 20 ms, ITL 5 ms; 50 ms ITL for the streams), each served by its own child process,
+and prints for each point the achieved rate, TTFT p99, ITL p50/p99, dispatch lag p99, the
+client's goroutine lateness, client and server CPU, bytes per open stream and whether the
+client still measured what the engine did (no error; for rates TTFT p99 from the scheduled
+time within 1.5× the injected TTFT and ITL p50 within 10% of the injected ITL; for streams
+TPOT and ITL p50 within 10% and ITL p99 within 1.5× the injected ITL). Run it on a quiet
+machine: it measures the machine. --quick runs a short ladder (a smoke test).`
+
+func (a *app) cmdLoadbench(ctx context.Context, args []string) int {
+	fs := a.flagSet("loadbench", loadbenchUsage)
+	quick := fs.Bool("quick", false, "a short ladder of small points")
+	serverProcs := fs.Int("server-procs", 0, "GOMAXPROCS of the engine processes (0: the Go default)")
+	clientProcs := fs.Int("client-procs", 0, "GOMAXPROCS of this client (0: the Go default)")
+	if code, ok := a.parse(fs, args); !ok {
+		return code
+	}
+	if *clientProcs > 0 {
+		defer setMaxProcs(*clientProcs)()
+	}
+	open, stop1, err := startFixed(ctx, 20*time.Millisecond, 5*time.Millisecond, *serverProcs)
+	if err != nil {
+		a.errorf("loadbench: %v", err)
+		return ExitFailure
+	}
+	defer stop1()
+	streams, stop2, err := startFixed(ctx, 20*time.Millisecond, 50*time.Millisecond, *serverProcs)
+	if err != nil {
+		a.errorf("loadbench: %v", err)
+		return ExitFailure
+	}
+	defer stop2()
+	o := bench.Options{Open: open, Streams: streams, Points: bench.DefaultPoints(), Log: a.stderr}
+	if *quick {
+		o.Points = []bench.Point{{Rate: 200, Tokens: 16, Duration: 2 * time.Second}, {Streams: 200, Tokens: 40}}
+	}
+	rs := bench.Run(ctx, o)
+	bench.Table(a.stdout, o, rs)
+	if ctx.Err() != nil {
+		return ExitFailure
+	}
+	return ExitOK
+}
+
+// startFixed runs `slogate sim --fixed-ttft --fixed-itl` as a child process (its CPU
+// apart from the client's) and returns it as a bench engine.
+func startFixed(ctx context.Context, ttft, itl time.Duration, procs int) (bench.Engine, func(), error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return bench.Engine{}, nil, err
+	}
+	cmd := exec.CommandContext(ctx, exe, "sim", "--addr", "127.0.0.1:0", "--fixed-ttft", ttft.String(), "--fixed-itl", itl.String())
+	cmd.Env = os.Environ()
+	if procs > 0 {
+		cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(procs))
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return bench.Engine{}, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return bench.Engine{}, nil, err
+	}
+	stop := func() { cmd.Process.Kill(); cmd.Wait() }
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		if _, url, ok := strings.Cut(sc.Text(), "serving on "); ok {
+			go func() {
+				for sc.Scan() {
+				}
+			}()
+			pid := cmd.Process.Pid
+			return bench.Engine{URL: strings.TrimSpace(url), TTFT: ttft, ITL: itl, CPU: func() time.Duration { return procCPU(pid) }}, stop, nil
+		}
+	}
+	stop()
+	return bench.Engine{}, nil, fmt.Errorf("the fixed-timing engine did not start")
+}
+
+// procCPU is a process's user + system CPU time from /proc (0 where there is none).
+func procCPU(pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name (which may hold spaces) start after the last ')'.
+	s := string(data)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	const hz = 100 // USER_HZ on Linux
+	return time.Duration(ut+st) * time.Second / hz
+}
+
+func setMaxProcs(n int) func() {
+	old := runtime.GOMAXPROCS(n)
+	return func() { runtime.GOMAXPROCS(old) }
+}

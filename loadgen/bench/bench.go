@@ -1,0 +1,297 @@
+// Package bench measures the load generator itself: it walks a ladder of open-loop
+// rates and closed-loop stream counts against an engine of exact timing (sim.Fixed), and
+// says at each point whether what the client measured is still what the engine did
+// (slogate loadbench). It is a benchmark, not a test: its figures depend on the machine.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/slogate/slogate/engine"
+	"github.com/slogate/slogate/loadgen"
+	"github.com/slogate/slogate/result"
+	"github.com/slogate/slogate/workload"
+)
+
+// Point is one step of the ladder: an open loop at Rate req/s for Duration, or (Rate 0)
+// a closed loop of Streams concurrent streams sending one request each; Tokens is the
+// output length of every request.
+type Point struct {
+	Rate     float64
+	Streams  int
+	Tokens   int
+	Duration time.Duration
+}
+
+func (p Point) String() string {
+	if p.Rate > 0 {
+		return fmt.Sprintf("%g req/s × %d tok", p.Rate, p.Tokens)
+	}
+	return fmt.Sprintf("%d streams × %d tok", p.Streams, p.Tokens)
+}
+
+// Result is what the client measured at a point, against the injected timing.
+type Result struct {
+	Point
+	Requests, Errors   int
+	AchievedRPS        float64
+	TTFTP99ms          float64 // from the scheduled time
+	ITLP50ms, ITLP99ms float64
+	TPOTP50ms          float64
+	DispatchLagP99ms   float64
+	ReaderLagP99ms     float64
+	ClientCPUus        float64 // client CPU per request, µs
+	ServerCPUus        float64 // server CPU per request, µs (0: unknown)
+	ClientCores        float64 // client CPU over the point's wall time
+	ServerCores        float64
+	BytesPerStream     float64 // peak Go heap + stacks above the idle level, per open stream (closed points)
+	Accurate           bool
+	Why                string // the first accuracy criterion missed
+}
+
+// Engine is a fixed-timing engine the points are sent to.
+type Engine struct {
+	URL       string
+	TTFT, ITL time.Duration // its injected timing
+	// CPU returns the server's CPU time so far (nil: not measured).
+	CPU func() time.Duration
+}
+
+// Options say whom to measure and how: the open-loop points go to Open, the stream
+// points to Streams (the figures: 20 ms TTFT and 5 ms ITL; 50 ms ITL for streams).
+type Options struct {
+	Open, Streams Engine
+	Points        []Point
+	Log           io.Writer
+}
+
+func (o Options) engine(p Point) Engine {
+	if p.Rate > 0 {
+		return o.Open
+	}
+	return o.Streams
+}
+
+// DefaultPoints is the ladder of the targets: 5,000 req/s × 16 tokens, 2,000 req/s
+// × 128 tokens, and 10,000 streams (50 ms ITL, 400 tokens) with the points below them.
+func DefaultPoints() []Point {
+	var ps []Point
+	for _, r := range []float64{500, 1000, 2000, 5000} {
+		ps = append(ps, Point{Rate: r, Tokens: 16, Duration: 5 * time.Second})
+	}
+	for _, r := range []float64{200, 500, 1000, 2000} {
+		ps = append(ps, Point{Rate: r, Tokens: 128, Duration: 5 * time.Second})
+	}
+	for _, n := range []int{1000, 2000, 5000, 10000} {
+		ps = append(ps, Point{Streams: n, Tokens: 400})
+	}
+	return ps
+}
+
+// Accuracy bounds: TTFT p99 from the scheduled time within 1.5× the injected TTFT (rate
+// points), ITL p50 within 10% of the injected ITL, and for stream points TPOT p50 within
+// 10% and ITL p99 within 1.5× the injected ITL, with no error anywhere.
+const (
+	TTFTSlack   = 1.5
+	ITLP50Slack = 0.10
+	ITLP99Slack = 1.5
+)
+
+// Run measures every point in turn.
+func Run(ctx context.Context, o Options) []Result {
+	var out []Result
+	for _, p := range o.Points {
+		if ctx.Err() != nil {
+			break
+		}
+		r := measure(ctx, o, p)
+		if o.Log != nil {
+			fmt.Fprintf(o.Log, "loadbench: %s: %s\n", p, verdict(r))
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func verdict(r Result) string {
+	if r.Accurate {
+		return "accurate"
+	}
+	return "inaccurate: " + r.Why
+}
+
+type source struct {
+	arrivals []time.Duration
+	tokens   int
+}
+
+func (s *source) Arrivals() []time.Duration { return s.arrivals }
+func (s *source) Request(i int) workload.Item {
+	return workload.Item{Index: i, Class: "bench", PromptTokens: 16, OutputTokens: s.tokens, Prompt: "The quick brown fox jumps over the lazy dog and keeps running."}
+}
+func (s *source) WarmupRequest(i int) workload.Item { it := s.Request(i); it.Warmup = true; return it }
+func (s *source) ThinkTime(u, n int) time.Duration  { return 0 }
+
+var _ loadgen.Source = (*source)(nil)
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func liveBytes() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc + m.StackInuse
+}
+
+func measure(ctx context.Context, o Options, p Point) Result {
+	res := Result{Point: p}
+	e := o.engine(p)
+	epoch := time.Now()
+	client := engine.NewClient(engine.ClientOptions{BaseURL: e.URL, Model: "sim-fixed", Epoch: epoch})
+	src := &source{tokens: p.Tokens}
+	cfg := loadgen.Config{Streamer: client, Source: src, Epoch: epoch, API: engine.APICompletions, Model: "sim-fixed",
+		Timeout: time.Minute, Warmup: 8, WarmupConcurrency: 4}
+	if p.Rate > 0 {
+		n := int(p.Rate * p.Duration.Seconds())
+		for i := range n {
+			src.arrivals = append(src.arrivals, time.Duration(float64(i)/p.Rate*float64(time.Second)))
+		}
+	} else {
+		cfg.Closed, cfg.Users, cfg.Requests = true, p.Streams, p.Streams
+	}
+	runtime.GC()
+	idle := liveBytes()
+	var peak uint64
+	var mu sync.Mutex
+	sample := func(context.Context) {}
+	if cfg.Closed {
+		// Sample memory while the streams are open (ReadMemStats stops the world
+		// briefly: twice a second is enough).
+		sample = func(ctx context.Context) {
+			t := time.NewTicker(500 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					b := liveBytes()
+					mu.Lock()
+					peak = max(peak, b)
+					mu.Unlock()
+				}
+			}
+		}
+	}
+	cfg.Observe = sample
+	cpu0, wall0 := cpuTime(), time.Now()
+	var srv0 time.Duration
+	if e.CPU != nil {
+		srv0 = e.CPU()
+	}
+	out, err := loadgen.Run(ctx, cfg)
+	wall := time.Since(wall0)
+	cpu := cpuTime() - cpu0
+	var srv time.Duration
+	if e.CPU != nil {
+		srv = e.CPU() - srv0
+	}
+	if err != nil {
+		res.Why = err.Error()
+		return res
+	}
+	s := result.Summarize(out.Measured, result.SummaryInput{Window: out.Window, OpenLoop: !cfg.Closed, MaxDispatchLag: time.Hour})
+	res.Requests = s.Requests
+	for _, n := range s.Errors {
+		res.Errors += n
+	}
+	res.AchievedRPS = s.ThroughputRPS
+	if p.Rate > 0 && out.Window.EndUS > out.Window.StartUS && len(src.arrivals) > 1 {
+		// Sending rate over the schedule's span: what the dispatcher kept up with.
+		first, last := out.Measured[0].SendUS, out.Measured[len(out.Measured)-1].SendUS
+		if last > first {
+			res.AchievedRPS = float64(len(out.Measured)-1) / (float64(last-first) / 1e6)
+		}
+	}
+	res.TTFTP99ms, res.ITLP50ms, res.ITLP99ms, res.TPOTP50ms = s.TTFTms.P99, s.ITLms.P50, s.ITLms.P99, s.TPOTms.P50
+	res.DispatchLagP99ms = s.DispatchLagms.P99
+	if out.ReaderLag != nil {
+		res.ReaderLagP99ms = out.ReaderLag.P99
+	}
+	n := max(s.Requests, 1)
+	res.ClientCPUus = float64(cpu.Microseconds()) / float64(n)
+	res.ServerCPUus = float64(srv.Microseconds()) / float64(n)
+	res.ClientCores = cpu.Seconds() / wall.Seconds()
+	res.ServerCores = srv.Seconds() / wall.Seconds()
+	if cfg.Closed && peak > idle {
+		res.BytesPerStream = float64(peak-idle) / float64(p.Streams)
+	}
+	res.Accurate, res.Why = judge(e, p, res)
+	return res
+}
+
+func judge(e Engine, p Point, r Result) (bool, string) {
+	ttft, itl := float64(e.TTFT)/1e6, float64(e.ITL)/1e6
+	switch {
+	case r.Errors > 0:
+		return false, fmt.Sprintf("%d errors", r.Errors)
+	case p.Rate == 0 && (r.TPOTP50ms < (1-ITLP50Slack)*itl || r.TPOTP50ms > (1+ITLP50Slack)*itl):
+		// Streams all open at once: their TTFT is the connection storm's, not the
+		// client's accuracy; what must hold is every stream's pace.
+		return false, fmt.Sprintf("TPOT p50 %.2f ms not within 10%% of %.1f ms", r.TPOTP50ms, itl)
+	case p.Rate > 0 && r.TTFTP99ms > TTFTSlack*ttft:
+		return false, fmt.Sprintf("TTFT p99 %.1f ms > %.1f ms", r.TTFTP99ms, TTFTSlack*ttft)
+	case r.ITLP50ms < (1-ITLP50Slack)*itl || r.ITLP50ms > (1+ITLP50Slack)*itl:
+		return false, fmt.Sprintf("ITL p50 %.2f ms not within 10%% of %.1f ms", r.ITLP50ms, itl)
+	case p.Rate == 0 && r.ITLP99ms > ITLP99Slack*itl:
+		return false, fmt.Sprintf("ITL p99 %.1f ms > %.1f ms", r.ITLP99ms, ITLP99Slack*itl)
+	}
+	return true, ""
+}
+
+// Table writes the results as the README shows them, and names the highest accurate
+// open-loop rate of each output length and the most accurate streams.
+func Table(w io.Writer, o Options, rs []Result) {
+	fmt.Fprintf(w, "fixed-timing engines: rate points TTFT %v ITL %v; stream points TTFT %v ITL %v\n", o.Open.TTFT, o.Open.ITL, o.Streams.TTFT, o.Streams.ITL)
+	fmt.Fprintf(w, "| point | achieved req/s | TTFT p99 ms | ITL p50 ms | ITL p99 ms | dispatch lag p99 ms | reader lag p99 ms | client CPU µs/req | server CPU µs/req | client cores | server cores | KB/stream | errors | accurate |\n")
+	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	best := map[string]string{}
+	for _, r := range rs {
+		kb := "-"
+		if r.BytesPerStream > 0 {
+			kb = fmt.Sprintf("%.1f", r.BytesPerStream/1024)
+		}
+		acc := "yes"
+		if !r.Accurate {
+			acc = "no: " + r.Why
+		}
+		fmt.Fprintf(w, "| %s | %.0f | %.1f | %.2f | %.1f | %.3f | %.3f | %.0f | %.0f | %.2f | %.2f | %s | %d | %s |\n",
+			r.Point, r.AchievedRPS, r.TTFTP99ms, r.ITLP50ms, r.ITLP99ms, r.DispatchLagP99ms, r.ReaderLagP99ms, r.ClientCPUus, r.ServerCPUus, r.ClientCores, r.ServerCores, kb, r.Errors, acc)
+		key := fmt.Sprintf("open × %d tok", r.Tokens)
+		if r.Rate == 0 {
+			key = fmt.Sprintf("streams × %d tok", r.Tokens)
+		}
+		if r.Accurate {
+			best[key] = r.Point.String()
+		}
+	}
+	var lines []string
+	for k, v := range best {
+		lines = append(lines, fmt.Sprintf("highest accurate point (%s): %s", k, v))
+	}
+	slices.Sort(lines)
+	fmt.Fprintln(w, strings.Join(lines, "\n"))
+}
