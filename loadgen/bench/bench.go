@@ -179,9 +179,9 @@ func measure(ctx context.Context, o Options, p Point) Result {
 	sample := func(context.Context) {}
 	if cfg.Closed {
 		// Sample memory while the streams are open (ReadMemStats stops the world
-		// briefly: twice a second is enough).
+		// briefly: ten times a second is enough).
 		sample = func(ctx context.Context) {
-			t := time.NewTicker(500 * time.Millisecond)
+			t := time.NewTicker(100 * time.Millisecond)
 			defer t.Stop()
 			for {
 				select {

@@ -1,0 +1,75 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slogate/slogate/sim"
+)
+
+// A short ladder in-process: every request completes with its tokens, the engine's
+// timing comes back through the client (the gaps are never shorter than injected:
+// the schedule is absolute), and the table names what it measured. Accuracy itself is
+// the machine's, so it is printed, not asserted.
+func TestLadderAgainstFixedEngine(t *testing.T) {
+	open := httptest.NewServer((&sim.Fixed{TTFT: 20 * time.Millisecond, ITL: 5 * time.Millisecond}).Handler())
+	defer open.Close()
+	streams := httptest.NewServer((&sim.Fixed{TTFT: 20 * time.Millisecond, ITL: 30 * time.Millisecond}).Handler())
+	defer streams.Close()
+	o := Options{
+		Open:    Engine{URL: open.URL, TTFT: 20 * time.Millisecond, ITL: 5 * time.Millisecond},
+		Streams: Engine{URL: streams.URL, TTFT: 20 * time.Millisecond, ITL: 30 * time.Millisecond},
+		Points:  []Point{{Rate: 50, Tokens: 8, Duration: time.Second}, {Streams: 20, Tokens: 20}},
+	}
+	rs := Run(context.Background(), o)
+	if len(rs) != 2 {
+		t.Fatalf("%d results", len(rs))
+	}
+	for _, r := range rs {
+		itl := float64(o.engine(r.Point).ITL) / 1e6
+		if r.Errors != 0 || r.Requests == 0 || r.ITLP50ms < 0.9*itl || r.TTFTP99ms < 20 {
+			t.Errorf("%s: %+v", r.Point, r)
+		}
+	}
+	if rs[0].Requests != 50 || rs[1].Requests != 20 || rs[1].BytesPerStream <= 0 {
+		t.Errorf("requests %d and %d, bytes per stream %v", rs[0].Requests, rs[1].Requests, rs[1].BytesPerStream)
+	}
+	var b bytes.Buffer
+	Table(&b, o, rs)
+	if !strings.Contains(b.String(), "| 50 req/s × 8 tok |") || !strings.Contains(b.String(), "| 20 streams × 20 tok |") {
+		t.Errorf("table:\n%s", b.String())
+	}
+}
+
+func TestJudge(t *testing.T) {
+	e := Engine{TTFT: 20 * time.Millisecond, ITL: 5 * time.Millisecond}
+	rate := Point{Rate: 1000, Tokens: 16}
+	ok := Result{TTFTP99ms: 29, ITLP50ms: 5.2, ITLP99ms: 40}
+	if a, why := judge(e, rate, ok); !a {
+		t.Errorf("within bounds judged inaccurate: %s", why)
+	}
+	for _, c := range []struct {
+		r    Result
+		want string
+	}{
+		{Result{TTFTP99ms: 31, ITLP50ms: 5}, "TTFT p99"}, // 1.5× the injected 20 ms is 30
+		{Result{TTFTP99ms: 21, ITLP50ms: 0}, "ITL p50"},  // events sharing one timestamp
+		{Result{TTFTP99ms: 21, ITLP50ms: 5, Errors: 1}, "errors"},
+	} {
+		if a, why := judge(e, rate, c.r); a || !strings.Contains(why, c.want) {
+			t.Errorf("%+v: accurate %v, %q; want %q", c.r, a, why, c.want)
+		}
+	}
+	// Streams: TTFT is the connection storm's; the pace is what counts.
+	s := Point{Streams: 5000, Tokens: 400}
+	if a, why := judge(e, s, Result{TTFTP99ms: 900, ITLP50ms: 5, TPOTP50ms: 5, ITLP99ms: 7}); !a {
+		t.Errorf("stream point: %s", why)
+	}
+	if a, why := judge(e, s, Result{ITLP50ms: 5, TPOTP50ms: 5, ITLP99ms: 8}); a || !strings.Contains(why, "ITL p99") {
+		t.Errorf("stream ITL p99 over 1.5×: %v %q", a, why)
+	}
+}
