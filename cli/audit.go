@@ -17,8 +17,8 @@ CUDA, tool) and age, and its drift from the environment of RECORD (a run record)
 without -r from this machine's (engine and model fields are then unknown: only a run
 talks to the engine). Baselines of other hardware are listed, not compared. Flags
 baselines older than gate.max_baseline_age.
-Exit codes: 0 nothing to act on (warnings allowed); 1 a baseline too old, or drifted on a
-field whose policy is fail; 2 bad input (config, flags, a file that cannot be read);
+Exit codes: 0 nothing to act on (warnings allowed); 1 a baseline too old, drifted on a
+field whose policy is fail, or nothing compared (no baseline on this hardware); 2 bad input (config, flags, a file that cannot be read);
 3 this machine's environment could not be read.`
 
 func (a *app) cmdAudit(ctx context.Context, args []string) int {
@@ -39,7 +39,7 @@ func (a *app) cmdAudit(ctx context.Context, args []string) int {
 		return code
 	}
 	report.AuditTable(a.stdout, res)
-	if res.Verdict == gate.Fail {
+	if res.Verdict == gate.Fail || res.Verdict == gate.Incomparable {
 		return ExitGateFailed
 	}
 	return ExitOK

@@ -435,8 +435,8 @@ func (c *ci) modeAudit(ctx context.Context) int {
 	c.out.Verdict = string(au.Verdict)
 	c.summary("## slogate: baseline audit\n\n```\n" + b.String() + "```\n")
 	c.setOutputs()
-	if au.Verdict == gate.Fail {
-		return ciExitCode(gate.Fail, c.in.FailOn)
+	if au.Verdict == gate.Fail || au.Verdict == gate.Incomparable {
+		return ciExitCode(au.Verdict, c.in.FailOn)
 	}
 	return ExitOK
 }

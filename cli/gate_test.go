@@ -345,7 +345,7 @@ func TestAudit(t *testing.T) {
 		code int
 		want string
 	}{
-		{"fresh, same environment", time.Hour, nil, ExitOK, "drift: none"},
+		{"fresh, same environment", time.Hour, nil, ExitOK, "compared 9 fields: engine.name"},
 		// A driver that moved warns by default: shown, not failed.
 		{"driver moved", time.Hour, map[string]string{"gpu.driver": "555.42.02"}, ExitOK, "gpu.driver  550.54.15 -> 555.42.02"},
 		// The model revision's default policy is fail.
@@ -369,10 +369,11 @@ func TestAudit(t *testing.T) {
 		}
 	}
 	// Without -r, this machine (no GPU here: hardware cpu) is the reference; the H100
-	// baseline is listed but not compared.
+	// baseline is listed but not compared. An audit that compared nothing used to say
+	// pass and exit 0: it says so and fails.
 	e.now = time.Date(2025, 3, 2, 10, 0, 0, 0, time.UTC)
 	code, out, errs := e.run("audit", "-c", e.config)
-	if code != ExitOK || !strings.Contains(out, "not compared (hardware h100-80gb-hbm3-x1; the reference is cpu)") {
+	if code != ExitGateFailed || !strings.Contains(out, "not compared (hardware h100-80gb-hbm3-x1; the reference is cpu)") || !strings.Contains(out, "slogate audit: NOTHING COMPARED (0 of 1 baseline") {
 		t.Errorf("audit of this machine: exit %d\n%s%s", code, out, errs)
 	}
 }

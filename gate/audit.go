@@ -35,8 +35,13 @@ type Audit struct {
 	Entries []AuditEntry  `json:"entries"`
 	// Missing are the workloads of the file without any baseline.
 	Missing []string `json:"missing,omitempty"`
+	// Compared counts the baselines whose environment was compared with the reference
+	// (those of its hardware).
+	Compared int `json:"compared"`
 	// Verdict: fail when a baseline is too old or drifted on a field whose policy is
-	// fail; warn on other drift; pass otherwise.
+	// fail; warn on other drift; incomparable when no baseline could be compared (none on
+	// the reference's hardware, or none at all): an audit that compared nothing is not a
+	// pass; pass otherwise.
 	Verdict Verdict `json:"verdict"`
 }
 
@@ -99,6 +104,7 @@ func AuditBaselines(in AuditInput) (*Audit, error) {
 			}
 			if hw == in.Hardware {
 				e.Compared = true
+				a.Compared++
 				e.Drift = CompareEnv(b.Environment, in.Env, cfg.Gate.Drift)
 				for _, d := range e.Drift {
 					e.Verdict = Worst(e.Verdict, d.Verdict)
@@ -113,6 +119,9 @@ func AuditBaselines(in AuditInput) (*Audit, error) {
 	vs := []Verdict{Pass}
 	for _, e := range a.Entries {
 		vs = append(vs, e.Verdict)
+	}
+	if a.Compared == 0 {
+		vs = append(vs, Incomparable)
 	}
 	a.Verdict = Worst(vs...)
 	return a, nil

@@ -206,7 +206,14 @@ func AuditTable(w io.Writer, a *gate.Audit) {
 	if a.MaxAge > 0 {
 		limit = "max age " + gateAge(a.MaxAge)
 	}
-	fmt.Fprintf(w, "slogate audit: %s (%s, compared with %s on %s; %s)\n", gateVerdict(a.Verdict), gatePlural(len(a.Entries), "baseline"), gateClean(a.Reference), a.Hardware, limit)
+	verdict := gateVerdict(a.Verdict)
+	if a.Compared == 0 {
+		verdict = "NOTHING COMPARED"
+	}
+	fmt.Fprintf(w, "slogate audit: %s (%d of %s compared with %s on %s; %s)\n", verdict, a.Compared, gatePlural(len(a.Entries), "baseline"), gateClean(a.Reference), a.Hardware, limit)
+	if a.Compared == 0 {
+		fmt.Fprintf(w, "no baseline of these workloads is on hardware %s, so no drift was checked: audit on the hardware the baselines were made on, or pass -r with a run record made there\n", a.Hardware)
+	}
 	for _, e := range a.Entries {
 		fmt.Fprintln(w)
 		fmt.Fprintf(w, "%s on %s: %s  %s\n", e.Workload, e.Hardware, gateVerdict(e.Verdict), e.Path)
@@ -236,9 +243,14 @@ func AuditTable(w io.Writer, a *gate.Audit) {
 			continue
 		}
 		var changed bool
+		var fields []string
 		for _, d := range e.Drift {
 			changed = changed || (d.Status == gate.DriftChanged && d.Policy != gate.PolicyIgnore)
+			if d.Status != gate.DriftUnknown {
+				fields = append(fields, d.Field)
+			}
 		}
+		fmt.Fprintf(w, "  compared %s: %s\n", gatePlural(len(fields), "field"), strings.Join(fields, ", "))
 		if !changed {
 			fmt.Fprintln(w, "  drift: none")
 		}

@@ -98,7 +98,7 @@ func TestAuditTableGolden(t *testing.T) {
 	}
 	a := &gate.Audit{
 		Reference: "this machine", Hardware: "h100-80gb-hbm3-x1", MaxAge: 30 * 24 * time.Hour, Now: gateCreated.Add(40 * 24 * time.Hour),
-		Verdict: gate.Fail, Missing: []string{"batch"},
+		Verdict: gate.Fail, Compared: 2, Missing: []string{"batch"},
 		Entries: []gate.AuditEntry{
 			{
 				Workload: "chat", Hardware: "h100-80gb-hbm3-x1", Path: "baselines/chat/h100-80gb-hbm3-x1.json", Created: gateCreated,
