@@ -185,7 +185,8 @@ func (c *ci) gateRecords(ctx context.Context, recs []*result.Record, code int) i
 	c.out.Verdict = string(res.Verdict)
 	marker := ghaction.Marker(c.in.Config)
 	meta := c.meta(ctx, marker, res)
-	md, html, err := renderReports(renderInput{res: res, recs: recs, cfg: c.f, store: store, meta: meta})
+	sweeps, _ := result.ReadSweepsDir(c.outDir) // none readable: the fleet section says so
+	md, html, err := renderReports(renderInput{res: res, recs: recs, cfg: c.f, store: store, meta: meta, sweeps: sweeps})
 	if err != nil {
 		c.errorf("%v", err)
 		return ExitFailure
@@ -454,8 +455,13 @@ func (c *ci) setOutputs() {
 }
 
 // fleetSection computes the capacity section of the comment from the first workload's
+// sweeps: the candidate's (a sweep record among the results) and the baseline's (the
+// sweep baseline beside the run baseline), each priced at its max_sustainable_rps. A
+// plain run's rate is what the workload offered, not the capacity the SLO allows, so it
+// is never priced: a side without a sweep says what is missing instead of a figure.
+//
 // baseline and candidate operating points, when the config has a capacity section.
-func fleetSection(f *workload.File, res *gate.Result) *report.FleetSection {
+func fleetSection(f *workload.File, res *gate.Result, store gate.Store, sweeps []*result.Sweep) *report.FleetSection {
 	if f.Capacity == nil {
 		return nil
 	}
@@ -464,15 +470,32 @@ func fleetSection(f *workload.File, res *gate.Result) *report.FleetSection {
 		if len(w.BaselineSummaries) == 0 || len(w.CandidateSummaries) == 0 {
 			continue
 		}
-		target := attainmentTarget(f, w.Name)
 		fs := &report.FleetSection{Workload: w.Name, PeakRPS: t.PeakRPS}
-		var err error
-		if fs.Baseline, err = capacity.FromSummary(&w.BaselineSummaries[0], target).Worksheet(t); err != nil {
-			fs.BaselineErr = "baseline: " + err.Error()
+		price := func(side string, sw *result.Sweep, missing string) (*capacity.Worksheet, string) {
+			if sw == nil {
+				return nil, side + ": " + missing
+			}
+			m, err := capacity.FromSweep(sw)
+			if err == nil {
+				var ws *capacity.Worksheet
+				if ws, err = m.Worksheet(t); err == nil {
+					return ws, ""
+				}
+			}
+			return nil, side + ": " + err.Error()
 		}
-		if fs.Candidate, err = capacity.FromSummary(&w.CandidateSummaries[0], target).Worksheet(t); err != nil {
-			fs.CandErr = "candidate: " + err.Error()
+		var candSweep *result.Sweep
+		for _, sw := range sweeps {
+			if sw.Workload == w.Name && (w.Hardware == "" || gate.SweepHardwareOf(sw) == w.Hardware) {
+				candSweep = sw
+			}
 		}
+		baseSweep, _, err := store.LookupSweep(w.Name, w.Hardware)
+		if err != nil {
+			baseSweep = nil
+		}
+		fs.Baseline, fs.BaselineErr = price("baseline", baseSweep, fmt.Sprintf("no sweep baseline (%s): a run's rate is what the workload offered, not the capacity its SLO allows; commit one with `slogate sweep` and `slogate baseline update`", store.SweepPath(w.Name, w.Hardware)))
+		fs.Candidate, fs.CandErr = price("candidate", candSweep, "no sweep among the results: a run's rate is what the workload offered, not the capacity its SLO allows; run `slogate sweep` to price the fleet")
 		if fs.Baseline != nil && fs.Candidate != nil {
 			fs.Delta = capacity.Compare(fs.Baseline, fs.Candidate)
 		}

@@ -81,7 +81,8 @@ func (a *app) cmdReport(_ context.Context, args []string) int {
 			cfg = f
 		}
 	}
-	md, html, err := renderReports(renderInput{res: res, recs: recs, cfg: cfg, store: store, meta: meta})
+	sweeps, _ := result.ReadSweepsDir(results) // none readable: the fleet section says so
+	md, html, err := renderReports(renderInput{res: res, recs: recs, cfg: cfg, store: store, meta: meta, sweeps: sweeps})
 	if err != nil {
 		a.errorf("%v", err)
 		return ExitFailure
@@ -130,6 +131,9 @@ type renderInput struct {
 	cfg   *workload.File // nil: no capacity section
 	store gate.Store
 	meta  *report.Meta // nil: no commits, links or time stamp
+	// sweeps are the candidate's sweep records among the results (the fleet section
+	// prices sweeps only).
+	sweeps []*result.Sweep
 }
 
 // renderReports renders the comment and the HTML report. Records are ordered by the
@@ -162,7 +166,7 @@ func renderReports(in renderInput) (string, []byte, error) {
 	}
 	c := report.Comment{Gate: in.res, Runs: byName, Meta: in.meta}
 	if in.cfg != nil {
-		c.Fleet = fleetSection(in.cfg, in.res)
+		c.Fleet = fleetSection(in.cfg, in.res, in.store, in.sweeps)
 	}
 	var generated time.Time
 	if m := in.meta; m != nil {
