@@ -12,8 +12,12 @@ func TestClientBoundsFollowTheSLO(t *testing.T) {
 	slo := func(targets ...workload.SLOTarget) *workload.Workload {
 		return &workload.Workload{SLO: workload.SLO{Targets: targets}}
 	}
-	ttft := func(d time.Duration) workload.SLOTarget { return workload.SLOTarget{Metric: "ttft", Percentile: 95, Limit: d} }
-	itl := func(d time.Duration) workload.SLOTarget { return workload.SLOTarget{Metric: "itl", Percentile: 99, Limit: d} }
+	ttft := func(d time.Duration) workload.SLOTarget {
+		return workload.SLOTarget{Metric: "ttft", Percentile: 95, Limit: d}
+	}
+	itl := func(d time.Duration) workload.SLOTarget {
+		return workload.SLOTarget{Metric: "itl", Percentile: 99, Limit: d}
+	}
 	explicit := slo(ttft(500 * time.Millisecond))
 	explicit.MaxDispatchLag = 3 * time.Millisecond
 	cases := []struct {

@@ -217,8 +217,8 @@ type Summary struct {
 	// that wakes late stretches ITL however well sending keeps up.
 	ReaderLagms     *LagSummary `json:"reader_lag_ms,omitempty"`
 	ReaderSaturated bool        `json:"reader_saturated,omitempty"`
-	DurationS       float64    `json:"duration_s"`
-	InFlight        InFlight   `json:"in_flight"`
+	DurationS       float64     `json:"duration_s"`
+	InFlight        InFlight    `json:"in_flight"`
 
 	// Lengths compares the achieved token counts (from usage) with the targets.
 	Lengths Lengths `json:"lengths"`
