@@ -16,7 +16,9 @@
 # 2048), LLAMACPP_THREADS (-t; default 1), LLAMACPP_ALIAS (the model id the server lists;
 # default stories260k), LLAMACPP_ARGS (more llama-server arguments),
 # LLAMACPP_STATE (default /tmp/slogate-llamacpp.env), LLAMACPP_START_TIMEOUT (seconds to
-# wait for /health, default 60), LLAMACPP_BUILD_JOBS (default 2).
+# wait for /health, default 60), LLAMACPP_BUILD_JOBS (default 2), LLAMACPP_BUILD_DIR (the
+# source and build tree while building, kept to resume an interrupted build; default
+# $SLOGATE_CACHE/llama.cpp-node-llama-cpp-3.22.1/work).
 set -euo pipefail
 
 NLC_PACKAGE=node-llama-cpp
@@ -24,6 +26,7 @@ NLC_VERSION=3.22.1
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 LLAMACPP_CACHE=${SLOGATE_CACHE:-$HOME/.cache/slogate}/llama.cpp-$NLC_PACKAGE-$NLC_VERSION
 LLAMACPP_BIN=$LLAMACPP_CACHE/bin/llama-server
+LLAMACPP_BUILD_DIR=${LLAMACPP_BUILD_DIR:-$LLAMACPP_CACHE/work}
 LLAMACPP_STATE=${LLAMACPP_STATE:-/tmp/slogate-llamacpp.env}
 START_TIMEOUT=${LLAMACPP_START_TIMEOUT:-60}
 
@@ -60,17 +63,32 @@ cmd_build() {
 			die "cmake is not on PATH (apt-get install cmake)"
 		fi
 	fi
-	local work
-	work=$(mktemp -d "${TMPDIR:-/tmp}/slogate-llamacpp-build.XXXXXX")
-	# The source and build tree (about 300 MB) go whatever happens; only the binary stays.
-	trap 'rm -rf "$work"' EXIT
-	log "fetching $NLC_PACKAGE@$NLC_VERSION (it carries llama.cpp as a git bundle)"
-	(cd "$work" && npm pack --silent "$NLC_PACKAGE@$NLC_VERSION" >/dev/null) ||
-		die "npm pack $NLC_PACKAGE@$NLC_VERSION failed"
-	tar -xzf "$work/$NLC_PACKAGE-$NLC_VERSION.tgz" -C "$work"
-	local bundle=$work/package/llama/gitRelease.bundle
-	[[ -f $bundle ]] || die "$NLC_PACKAGE@$NLC_VERSION has no llama/gitRelease.bundle"
-	git clone -q "$bundle" "$work/src" 2>/dev/null || die "git clone $bundle failed"
+	# The source and build tree (about 300 MB) live under the cache until the binary is
+	# built, then go: a build stopped part-way (a CI time limit, a session that ended)
+	# resumes where it was on the next run instead of starting over, which on 2 busy cores
+	# is the difference between minutes and an hour.
+	local work=$LLAMACPP_BUILD_DIR
+	mkdir -p "$work"
+	if [[ $(cat "$work/PACKAGE" 2>/dev/null) != "$NLC_PACKAGE@$NLC_VERSION" || ! -d $work/src/.git ]]; then
+		rm -rf "${work:?}/src" "${work:?}/build" "${work:?}/package" "$work"/*.tgz "$work/PACKAGE"
+		log "fetching $NLC_PACKAGE@$NLC_VERSION (it carries llama.cpp as a git bundle)"
+		(cd "$work" && npm pack --silent "$NLC_PACKAGE@$NLC_VERSION" >/dev/null) ||
+			die "npm pack $NLC_PACKAGE@$NLC_VERSION failed"
+		tar -xzf "$work/$NLC_PACKAGE-$NLC_VERSION.tgz" -C "$work"
+		rm -f "$work/$NLC_PACKAGE-$NLC_VERSION.tgz"
+		local bundle=$work/package/llama/gitRelease.bundle
+		[[ -f $bundle ]] || die "$NLC_PACKAGE@$NLC_VERSION has no llama/gitRelease.bundle"
+		git clone -q "$bundle" "$work/src" 2>/dev/null || die "git clone $bundle failed"
+		echo "$NLC_PACKAGE@$NLC_VERSION" >"$work/PACKAGE"
+	elif [[ -d $work/build ]]; then
+		# A compile killed mid-write leaves a truncated object with a fresh mtime, which
+		# make would take as done: the newest few objects (at most one a job) go.
+		local n_objects
+		n_objects=$(find "$work/build" -name '*.o' | wc -l)
+		find "$work/build" -name '*.o' -printf '%T@ %p\n' | sort -rn | head -n $((2 * ${LLAMACPP_BUILD_JOBS:-2})) |
+			cut -d' ' -f2- | xargs -r rm -f
+		log "resuming the build in $work ($n_objects objects already compiled)"
+	fi
 	local tag
 	tag=$(sed -n 's/.*"tag": *"\([^"]*\)".*/\1/p' "$work/package/llama/llama.cpp.info.json" 2>/dev/null || true)
 	log "llama.cpp ${tag:-?} (commit $(git -C "$work/src" rev-parse --short HEAD)); configuring"
@@ -95,7 +113,7 @@ cmd_build() {
 		tail -n 40 "$work/configure.log" >&2
 		die "cmake configure failed"
 	}
-	log "building llama-server with -j${LLAMACPP_BUILD_JOBS:-2} (about 15 minutes on 2 cores)"
+	log "building llama-server with -j${LLAMACPP_BUILD_JOBS:-2} (tens of minutes on 2 cores; an interrupted build resumes)"
 	nice cmake --build "$work/build" --config Release --target llama-server -j "${LLAMACPP_BUILD_JOBS:-2}" \
 		>"$work/build.log" 2>&1 || {
 		tail -n 40 "$work/build.log" >&2
@@ -111,6 +129,7 @@ cmd_build() {
 	printf 'package=%s@%s\ntag=%s\ncommit=%s\nversion=%s\n' "$NLC_PACKAGE" "$NLC_VERSION" "${tag:-}" \
 		"$(git -C "$work/src" rev-parse HEAD)" "$("$LLAMACPP_BIN" --version 2>&1 | grep -m1 version || true)" \
 		>"$LLAMACPP_CACHE/BUILD"
+	rm -rf "$work"
 	log "built $LLAMACPP_BIN in $((SECONDS - t0)) s"
 }
 
