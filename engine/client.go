@@ -328,6 +328,14 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, contentType str
 	var ck chunkInfo
 	var dataLines, withChoices int
 	finished := false
+	// Per-chunk token counts: from a cumulative completion count in every content
+	// chunk; one content chunk without it and they are unknown (empty).
+	perChunk, counted := true, 0
+	defer func() {
+		if !perChunk || len(res.ChunkTokens) != res.Chunks {
+			res.ChunkTokens = res.ChunkTokens[:0]
+		}
+	}()
 	for {
 		line, at, err := lr.next()
 		if err != nil {
@@ -387,6 +395,12 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, contentType str
 			}
 			res.Last = at
 			res.Chunks++
+			if perChunk && ck.usage && ck.completion > counted {
+				res.ChunkTokens = append(res.ChunkTokens, ck.completion-counted)
+				counted = ck.completion
+			} else {
+				perChunk = false
+			}
 			if res.ChunkLimit > 0 && res.Chunks > res.ChunkLimit {
 				c.fail(res, ErrOverrun, fmt.Sprintf("more than %d content chunks, the bound for this request's max_tokens (4 × max_tokens + 64); the stream was cut", res.ChunkLimit))
 				break

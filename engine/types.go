@@ -63,8 +63,13 @@ type Result struct {
 	Last  time.Duration // last chunk carrying generated text (0 if none)
 	End   time.Duration // response finished, failed or timed out
 	// Gaps are the times between consecutive content chunks; len(Gaps) == Chunks-1.
-	Gaps   []time.Duration
-	Chunks int // content chunks (chunks carrying non-empty text)
+	Gaps []time.Duration
+	// ChunkTokens are the tokens each content chunk carried, where the server said so
+	// (a cumulative completion count in every content chunk, as vLLM sends with
+	// stream_options.continuous_usage_stats); empty when it did not say so for every
+	// content chunk. len(ChunkTokens) == Chunks otherwise.
+	ChunkTokens []int
+	Chunks      int // content chunks (chunks carrying non-empty text)
 	// ChunkLimit is the bound Stream put on Chunks (MaxChunks of max_tokens); 0: none.
 	// A stream that passes it is cut with ErrOverrun.
 	ChunkLimit    int
@@ -91,10 +96,10 @@ type Result struct {
 	ErrDetail string // capped and stripped of control characters
 }
 
-// Reset clears r for reuse, keeping the Gaps buffer.
+// Reset clears r for reuse, keeping the Gaps and ChunkTokens buffers.
 func (r *Result) Reset() {
-	gaps := r.Gaps[:0]
-	*r = Result{Gaps: gaps}
+	gaps, toks := r.Gaps[:0], r.ChunkTokens[:0]
+	*r = Result{Gaps: gaps, ChunkTokens: toks}
 }
 
 // OK reports whether the request succeeded.

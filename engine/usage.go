@@ -38,6 +38,7 @@ func checkUsage(req *Request, res *Result) {
 	if len(why) > 0 {
 		why[0] += fmt.Sprintf(": the chunk count %d is used", res.Chunks)
 		res.OutputTokens = res.Chunks
+		res.ChunkTokens = res.ChunkTokens[:0] // counted by the same server
 	}
 	if n := len(req.Prompt); n > 0 && (res.PromptTokens == 0 || res.PromptTokens > n+PromptSlack) {
 		why = append(why, fmt.Sprintf("prompt_tokens %d for a prompt of %d bytes: recorded as 0 (unknown)", res.PromptTokens, n))

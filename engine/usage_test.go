@@ -2,7 +2,9 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -70,6 +72,37 @@ func TestStreamUsageChecks(t *testing.T) {
 			}
 			if (tc.flag == "") != (res.UsageFlag == "") || !strings.Contains(res.UsageFlag, tc.flag) {
 				t.Errorf("flag %q, want %q", res.UsageFlag, tc.flag)
+			}
+		})
+	}
+}
+
+// Per-chunk token counts come from a cumulative usage in every content chunk, and only
+// then.
+func TestStreamChunkTokens(t *testing.T) {
+	chunk := func(text string, completion int) string {
+		return `data: {"choices":[{"text":"` + text + `","finish_reason":null}],"usage":{"prompt_tokens":4,"completion_tokens":` + strconv.Itoa(completion) + `}}`
+	}
+	end := `data: {"choices":[{"text":"","finish_reason":"length"}],"usage":{"prompt_tokens":4,"completion_tokens":9}}`
+	tests := []struct {
+		name  string
+		lines []string
+		want  string
+	}{
+		{"continuous usage", []string{chunk("ab", 2), chunk("cde", 5), chunk("f", 6), chunk("ghi", 9), end, "data: [DONE]"}, "[2 3 1 3]"},
+		{"one chunk without usage", []string{chunk("ab", 2), `data: {"choices":[{"text":"c","finish_reason":null}]}`, chunk("ghi", 9), end, "data: [DONE]"}, "[]"},
+		{"all-zero usage objects (Ollama)", []string{chunk("ab", 0), chunk("c", 0), end, "data: [DONE]"}, "[]"},
+		{"usage only at the end", []string{tok, tok, finish, "data: [DONE]"}, "[]"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newServer(t, func(rw http.ResponseWriter, r *http.Request) { sseBody(rw, tc.lines...) })
+			res := stream(t, NewClient(ClientOptions{BaseURL: srv.URL}), plainReq)
+			if !res.OK() {
+				t.Fatalf("%s %s", res.ErrReason, res.ErrDetail)
+			}
+			if got := fmt.Sprint(res.ChunkTokens); got != tc.want {
+				t.Errorf("chunk tokens %s, want %s", got, tc.want)
 			}
 		})
 	}

@@ -45,7 +45,10 @@ type metricDef struct {
 
 var percentiles = map[string]float64{"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99, "p999": 0.999}
 
-// lookupMetric resolves a rule's metric name (workload.IsRuleMetric's names).
+// lookupMetric resolves a rule's metric name (workload.IsRuleMetric's names). The itl_*
+// metrics pool the chunk gaps (result.Summary.ITLms: the stall between two updates a
+// user sees), never the per-token ITL (ITLTokenms), which the record reports beside them;
+// tpot_* is per output token.
 func lookupMetric(name string) (metricDef, error) {
 	switch name {
 	case "goodput":

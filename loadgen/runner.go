@@ -152,6 +152,12 @@ func (r *runner) do(ph *phase, i int, item workload.Item, sched time.Duration, o
 		}
 		out.ITLUS = itl
 	}
+	for _, k := range res.ChunkTokens {
+		if k > 1 {
+			out.ChunkTokens = slices.Clone(res.ChunkTokens)
+			break
+		}
+	}
 	failed := !res.OK()
 	s.req.Prompt = "" // do not pin the prompt while pooled
 	r.pool.Put(s)

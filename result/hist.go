@@ -74,6 +74,18 @@ func (d *Distribution) Record(us int64) {
 	d.max = max(d.max, us)
 }
 
+// RecordN adds the value us n times (n ≥ 1), as Record does.
+func (d *Distribution) RecordN(us, n int64) {
+	us, clamped := clampUS(us)
+	if clamped {
+		d.clamped += n
+	}
+	_ = d.h.RecordValues(us, n) // cannot fail: us is in range
+	d.n += n
+	d.sum += us * n
+	d.max = max(d.max, us)
+}
+
 // Merge adds every value of o to d (losslessly: same geometry).
 func (d *Distribution) Merge(o *Distribution) {
 	d.h.Merge(o.h)

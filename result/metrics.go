@@ -154,6 +154,9 @@ func Summarize(reqs []Request, in SummaryInput) Summary {
 		DurationS: float64(win.EndUS-win.StartUS) / 1e6,
 	}
 	ttft, ttftSend, tpot, itl, e2e := NewDistribution(), NewDistribution(), NewDistribution(), NewDistribution(), NewDistribution()
+	itlTok := NewDistribution()
+	var tpc TokensPerChunk
+	chunks := 0
 	lag := NewDistribution()
 	var (
 		met, outputTokens           int
@@ -203,10 +206,22 @@ func Summarize(reqs []Request, in SummaryInput) Summary {
 		for _, g := range r.ITLUS {
 			itl.Record(g)
 		}
+		switch perTokenITL(r, itlTok) {
+		case tokensKnown:
+			tpc.Known++
+		case tokensInferred:
+			tpc.Inferred++
+		}
+		chunks += r.Chunks
 	}
 
 	s.TTFTms, s.TTFTSendms, s.TPOTms = ttft.Percentiles(), ttftSend.Percentiles(), tpot.Percentiles()
 	s.ITLms, s.E2Ems = itl.Percentiles(), e2e.Percentiles()
+	s.ITLTokenms = itlTok.Percentiles()
+	if tpc.Known+tpc.Inferred > 0 && chunks > 0 {
+		tpc.Mean = float64(outputTokens) / float64(chunks)
+		s.TokensPerChunk = &tpc
+	}
 	s.ErrorRate = ratio(s.Requests-s.Completed, s.Requests)
 	s.SLOAttainment = ratio(met, s.Requests)
 	s.ArrivalSpanS = ArrivalSpanS(reqs)
@@ -272,6 +287,50 @@ func ArrivalSpanS(reqs []Request) float64 {
 	}
 	n := float64(len(reqs))
 	return float64(hi-lo) / 1e6 * n / (n - 1)
+}
+
+// InferTokensPerChunk is the mean tokens per content chunk (usage over chunks) from
+// which chunks are taken to carry several tokens when the server does not count them.
+const InferTokensPerChunk = 1.5
+
+// How perTokenITL knew the tokens of each chunk.
+const (
+	tokensOne      = iota // one per chunk: per-token ITL is the chunk ITL
+	tokensKnown           // the server's per-chunk counts
+	tokensInferred        // output_tokens / chunks
+)
+
+// perTokenITL records r's per-token intervals in d: the gap before a chunk of k tokens
+// counts k times as gap / k. k comes from r.ChunkTokens where the server gave it, else
+// it is inferred as output_tokens / chunks (the count of intervals rounded) when the
+// usage says chunks carried at least 1.5 tokens on average (InferTokensPerChunk); a
+// smaller surplus is taken for tokens that carried no text (a stop token, an empty last
+// chunk), and k is 1.
+func perTokenITL(r *Request, d *Distribution) int {
+	if len(r.ChunkTokens) == r.Chunks && r.Chunks > 0 {
+		multi := r.ChunkTokens[0] > 1
+		for i, g := range r.ITLUS {
+			k := max(int64(r.ChunkTokens[i+1]), 1)
+			multi = multi || k > 1
+			d.RecordN((g+k/2)/k, k)
+		}
+		if multi {
+			return tokensKnown
+		}
+		return tokensOne
+	}
+	if r.NoUsage || r.UsageFlag != "" || r.Chunks == 0 || float64(r.OutputTokens) < InferTokensPerChunk*float64(r.Chunks) {
+		for _, g := range r.ITLUS {
+			d.Record(g)
+		}
+		return tokensOne
+	}
+	k := float64(r.OutputTokens) / float64(r.Chunks)
+	n := max(int64(math.Round(k)), 1)
+	for _, g := range r.ITLUS {
+		d.RecordN(int64(math.Round(float64(g)/k)), n)
+	}
+	return tokensInferred
 }
 
 func ratio(a, b int) float64 {

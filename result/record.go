@@ -155,13 +155,16 @@ type Request struct {
 	DialUS int64 `json:"dial_us,omitempty"`
 	// Retries counts resends on a fresh connection after the server had closed the one
 	// first used before any byte of the request was written (never read: not an error).
-	Retries     int     `json:"retries,omitempty"`
-	Chunks      int     `json:"chunks"`
-	ITLUS       []int64 `json:"itl_us,omitempty"` // gaps between content chunks
-	Finish      string  `json:"finish,omitempty"`
-	Error       string  `json:"error,omitempty"` // reason; "" on success
-	ErrorDetail string  `json:"error_detail,omitempty"`
-	SLOMet      bool    `json:"slo_met"`
+	Retries int     `json:"retries,omitempty"`
+	Chunks  int     `json:"chunks"`
+	ITLUS   []int64 `json:"itl_us,omitempty"` // gaps between content chunks
+	// ChunkTokens are the tokens each content chunk carried, as the server said (a usage
+	// in every chunk); absent when it did not, or when every chunk carried one.
+	ChunkTokens []int  `json:"chunk_tokens,omitempty"`
+	Finish      string `json:"finish,omitempty"`
+	Error       string `json:"error,omitempty"` // reason; "" on success
+	ErrorDetail string `json:"error_detail,omitempty"`
+	SLOMet      bool   `json:"slo_met"`
 }
 
 // Percentiles of a latency metric, in milliseconds.
@@ -185,8 +188,16 @@ type Summary struct {
 	// TTFTSendms is first − send (TTFT without client-side dispatch lag).
 	TTFTSendms Percentiles `json:"ttft_send_ms"`
 	TPOTms     Percentiles `json:"tpot_ms"`
-	ITLms      Percentiles `json:"itl_ms"`
-	E2Ems      Percentiles `json:"e2e_ms"`
+	// ITLms is the chunk ITL: every gap between consecutive content chunks.
+	ITLms Percentiles `json:"itl_ms"`
+	// ITLTokenms is the per-token ITL: a gap followed by a chunk of k tokens counts as k
+	// intervals of gap / k (see TokensPerChunk for where k came from). Equal to ITLms
+	// when every chunk carried one token.
+	ITLTokenms Percentiles `json:"itl_token_ms"`
+	// TokensPerChunk says how many tokens content chunks carried; absent when every
+	// successful request had one token per chunk.
+	TokensPerChunk *TokensPerChunk `json:"tokens_per_chunk,omitempty"`
+	E2Ems          Percentiles     `json:"e2e_ms"`
 
 	Requests      int            `json:"requests"`
 	Completed     int            `json:"completed"`
@@ -322,6 +333,17 @@ func (r *Record) WarmCold() string {
 	}
 	return fmt.Sprintf("a cold run found %s in the engine's prefix cache (%s), above the %.0f%% a cold run allows: it measured a warm cache; reset the cache before the run (prefix_cache: {mode: cold, reset: true}) or restart the engine",
 		what, pc.Source, 100*ColdHitRateMax)
+}
+
+// TokensPerChunk describes chunks that carried more than one token.
+type TokensPerChunk struct {
+	// Mean is output tokens / content chunks over successful requests.
+	Mean float64 `json:"mean"`
+	// Known counts requests with several tokens in a chunk whose per-chunk counts the
+	// server gave (Request.ChunkTokens); Inferred those whose counts were inferred as
+	// output_tokens / chunks, the same for every chunk of the request.
+	Known    int `json:"known"`
+	Inferred int `json:"inferred"`
 }
 
 // Connections summarizes connection set-up inside the measured window.

@@ -21,6 +21,10 @@ type Options struct {
 	Faults  Faults
 	// NoPrefixCaching turns the prefix cache off (vLLM's --no-enable-prefix-caching).
 	NoPrefixCaching bool
+	// TokensPerChunk makes each streamed chunk carry this many tokens (the last one of a
+	// stream fewer), as speculative decoding does; 0 or 1: one token per chunk when the
+	// client keeps up.
+	TokensPerChunk int
 	// Now is the wall clock, used only for the "created" field of responses; the step
 	// loop runs on the monotonic clock because simulating time means sleeping in it.
 	// Nil means time.Now.
@@ -118,6 +122,7 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.Model, "model", o.Model, "served model name (default: the profile's model)")
 	fs.StringVar(&o.Version, "version", o.Version, "version string reported by /version (default "+DefaultVersion+")")
 	fs.BoolVar(&o.NoPrefixCaching, "no-enable-prefix-caching", o.NoPrefixCaching, "turn the prefix cache off (as vLLM's flag of that name)")
+	fs.IntVar(&o.TokensPerChunk, "tokens-per-chunk", o.TokensPerChunk, "tokens in each streamed chunk, as speculative decoding sends them (0 or 1: one per chunk)")
 	fs.Var(rateFlag{&o.Faults.ErrorRate}, "error-rate", "`fraction` of requests answered HTTP 500")
 	fs.Var(rateFlag{&o.Faults.DisconnectRate}, "disconnect-rate", "`fraction` of streams cut mid-stream without [DONE]")
 	fs.Var(rateFlag{&o.Faults.ErrorEventRate}, "error-event-rate", "`fraction` of streams that carry a mid-stream data: {\"error\": ...} event")
@@ -139,6 +144,9 @@ func (o Options) effective() (Profile, string, error) {
 	}
 	if err := p.Validate(); err != nil {
 		return p, "", err
+	}
+	if o.TokensPerChunk < 0 {
+		return Profile{}, "", fmt.Errorf("tokens per chunk %d < 0", o.TokensPerChunk)
 	}
 	if err := o.Faults.Validate(); err != nil {
 		return p, "", err

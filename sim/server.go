@@ -222,7 +222,8 @@ type genRequest struct {
 	N                   *int            `json:"n"`
 	Stream              bool            `json:"stream"`
 	StreamOptions       *struct {
-		IncludeUsage bool `json:"include_usage"`
+		IncludeUsage         bool `json:"include_usage"`
+		ContinuousUsageStats bool `json:"continuous_usage_stats"`
 	} `json:"stream_options"`
 }
 
@@ -380,7 +381,8 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	}()
 	c := call{
 		s: s, w: w, r: r, q: q, pl: pl, chat: chat, prompt: prompt, idx: idx,
-		usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage,
+		usage:           req.StreamOptions != nil && req.StreamOptions.IncludeUsage,
+		continuousUsage: req.StreamOptions != nil && req.StreamOptions.ContinuousUsageStats,
 	}
 	if req.Stream {
 		c.stream()
@@ -391,15 +393,19 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 
 // call is one generation request in flight on its connection.
 type call struct {
-	s      *Server
-	w      http.ResponseWriter
-	r      *http.Request
-	q      *seq
-	pl     plan
-	chat   bool
-	usage  bool
-	prompt int
-	idx    uint64
+	s     *Server
+	w     http.ResponseWriter
+	r     *http.Request
+	q     *seq
+	pl    plan
+	chat  bool
+	usage bool
+	// continuousUsage: usage in every chunk; pending: tokens held for the next chunk
+	// (chunking.go).
+	continuousUsage bool
+	pending         int
+	prompt          int
+	idx             uint64
 
 	written  int  // tokens written to the client
 	roleSent bool // the chat role chunk went out
@@ -475,7 +481,7 @@ func (c *call) stream() {
 	stalled := false
 	for c.wait() {
 		n, fin := c.q.take()
-		if n == 0 && fin == finNone {
+		if n = c.group(n, fin); n == 0 && fin == finNone {
 			continue
 		}
 		if cut, errEvent := c.faultAt(c.written + n); cut || errEvent {
@@ -492,7 +498,7 @@ func (c *call) stream() {
 			c.flush(rc)
 			return
 		}
-		c.chunk(n, fin)
+		c.chunks(n, fin)
 		if fin != finNone {
 			if c.usage {
 				c.buf = append(c.buf, c.head...)
@@ -539,7 +545,9 @@ func (c *call) chunk(n int, fin int32) {
 		c.buf = append(c.buf, `","logprobs":null,"finish_reason":`...)
 	}
 	c.buf = appendFinish(c.buf, fin)
-	c.buf = append(c.buf, ",\"stop_reason\":null}]}\n\n"...)
+	c.buf = append(c.buf, ",\"stop_reason\":null}]"...)
+	c.buf = c.appendChunkUsage(c.buf)
+	c.buf = append(c.buf, "}\n\n"...)
 }
 
 func appendFinish(b []byte, fin int32) []byte {
