@@ -443,7 +443,7 @@ func (r *Runner) Run(ctx context.Context, f *workload.File, w *workload.Workload
 	cal := gen.Calibration()
 	rec.Calibration = result.Calibration{Method: cal.Method, CharsPerToken: cal.CharsPerToken}
 	rec.PrefixCache = &result.PrefixCacheRun{Mode: result.PrefixCold}
-	if w.PrefixCache.Mode == workload.PrefixShared {
+	if w.SharesPrefixes() {
 		rec.PrefixCache.Mode = result.PrefixShared
 	}
 	if w.PrefixCache.Reset {

@@ -31,6 +31,16 @@ func MaxLengths(w *Workload) []ClassLengths {
 		}
 		return ClassLengths{Class: name, MaxPrompt: mp, MaxOutput: mo, Unbounded: !okp || !oko}
 	}
+	if w.Arrival.HasLengths() {
+		c := ClassLengths{}
+		for _, r := range w.Arrival.Records {
+			c.MaxPrompt, c.MaxOutput = max(c.MaxPrompt, r.Input), max(c.MaxOutput, r.Output)
+		}
+		if w.PrefixCache.Mode == PrefixShared {
+			c.MaxPrompt = max(c.MaxPrompt, w.PrefixCache.Tokens)
+		}
+		return []ClassLengths{c}
+	}
 	if len(w.Classes) == 0 {
 		return []ClassLengths{one("", w.PromptTokens, w.OutputTokens)}
 	}

@@ -19,6 +19,8 @@ const (
 	streamSalt         uint64 = 0xe7037ed1a0b428db
 	streamGroupPrefix  uint64 = 0x8ebc6af09c88c6e3
 	streamThink        uint64 = 0x589965cc75374cc3
+	streamBlock        uint64 = 0x1d8e4e27c47d124f
+	streamRunSalt      uint64 = 0x6a09e667f3bcc909
 )
 
 // Phases keep warm-up requests apart from measured ones: warm-up item i and measured

@@ -35,11 +35,21 @@ func newGenerator(w *Workload) (*Generator, error) {
 	}
 	var err error
 	im := &g.impl
-	if im.def.prompt, err = newSampler(w.PromptTokens); err != nil {
-		return fail(fmt.Errorf("prompt_tokens: %w", err))
-	}
-	if im.def.output, err = newSampler(w.OutputTokens); err != nil {
-		return fail(fmt.Errorf("output_tokens: %w", err))
+	if w.Arrival.HasLengths() {
+		// The trace gives every request's lengths; no distribution is sampled.
+		if len(w.Arrival.Records) == 0 || len(w.Classes) > 0 {
+			return fail(fmt.Errorf("a %s trace needs its loaded records and no classes", w.Arrival.Format))
+		}
+		if w.Arrival.Format == TraceMooncake && w.Arrival.BlockTokens < 1 {
+			return fail(fmt.Errorf("mooncake trace: block_tokens %d must be >= 1", w.Arrival.BlockTokens))
+		}
+	} else {
+		if im.def.prompt, err = newSampler(w.PromptTokens); err != nil {
+			return fail(fmt.Errorf("prompt_tokens: %w", err))
+		}
+		if im.def.output, err = newSampler(w.OutputTokens); err != nil {
+			return fail(fmt.Errorf("output_tokens: %w", err))
+		}
 	}
 	for _, c := range w.Classes {
 		if !(c.Weight > 0) || math.IsInf(c.Weight, 0) {
@@ -106,6 +116,18 @@ func (g *Generator) request(i int, warm bool) Item {
 		phase = phaseWarmup
 	}
 	seed := g.w.Seed
+	if a := &g.w.Arrival; a.HasLengths() && len(a.Records) > 0 {
+		// A trace with lengths: request i is entry i (warm-up requests replay the
+		// entries from the first, in their own phase).
+		rec := &a.Records[i%len(a.Records)]
+		it := Item{Index: i, Warmup: warm, PromptTokens: rec.Input, OutputTokens: rec.Output}
+		if len(rec.Blocks) > 0 {
+			it.Prompt = g.blockPrompt(phase, i, rec)
+		} else {
+			it.Prompt = g.prompt(phase, i, rec.Input)
+		}
+		return it
+	}
 	cls := &g.impl.def
 	if len(g.impl.classes) > 0 {
 		r := newRNG(seed, streamClass, phase, uint64(i))

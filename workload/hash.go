@@ -100,8 +100,15 @@ type hArrival struct {
 	Profile    *hProfile `json:"profile,omitempty"`
 	Offsets    []int64   `json:"offsets_ns,omitempty"`
 	Users      int       `json:"users,omitempty"`
-	Think      int64     `json:"think_ns,omitempty"`
-	ThinkDist  string    `json:"think_dist,omitempty"`
+	// A trace with lengths is pinned by its file's SHA-256, the cut and the scale.
+	Format      string  `json:"format,omitempty"`
+	TraceSHA256 string  `json:"trace_sha256,omitempty"`
+	TimeScale   float64 `json:"time_scale,omitempty"`
+	Start       int64   `json:"start_ns,omitempty"`
+	Window      int64   `json:"window_ns,omitempty"`
+	BlockTokens int     `json:"block_tokens,omitempty"`
+	Think       int64   `json:"think_ns,omitempty"`
+	ThinkDist   string  `json:"think_dist,omitempty"`
 }
 
 type hProfile struct {
@@ -172,6 +179,13 @@ func arrivalForm(a *Arrival) hArrival {
 		c.Think = ns(a.Think)
 		c.ThinkDist = a.ThinkDist
 	}
+	if a.HasLengths() {
+		// The file's hash pins every entry; its offsets are left out (they follow from it).
+		c.Format, c.TraceSHA256, c.TimeScale = a.Format, a.TraceSHA256, a.TimeScale
+		c.Start, c.Window, c.BlockTokens = ns(a.Start), ns(a.Window), a.BlockTokens
+		return c
+	}
+	// An offsets trace is pinned by its offsets, already cut and scaled.
 	for _, o := range a.Offsets {
 		c.Offsets = append(c.Offsets, ns(o))
 	}

@@ -23,16 +23,17 @@ import (
 // Valid values of the enumerations of the file. They are listed in error messages in this
 // order, so keep them in the order a reader would expect.
 var (
-	validAPIs        = []string{"chat", "completions"}
-	validEngines     = []string{"auto", "vllm", "sglang", "tgi", "trtllm", "llamacpp", "ollama", "sim", "openai"}
-	validProcesses   = []string{ArrivalConstant, ArrivalPoisson, ArrivalGamma, ArrivalTrace, ArrivalClosed}
-	validThinkDists  = []string{"fixed", "exponential"}
-	validDists       = []string{DistFixed, DistUniform, DistLognormal, DistEmpirical}
-	validPrefixModes = []string{PrefixCold, PrefixShared}
-	validSLOMetrics  = []string{"ttft", "tpot", "itl", "e2e"}
-	validDirections  = []string{"higher", "lower"}
-	validPolicies    = []string{"expected", "warn", "fail", "ignore"}
-	validMissing     = []string{"fail", "allow", "warn"}
+	validAPIs         = []string{"chat", "completions"}
+	validEngines      = []string{"auto", "vllm", "sglang", "tgi", "trtllm", "llamacpp", "ollama", "sim", "openai"}
+	validProcesses    = []string{ArrivalConstant, ArrivalPoisson, ArrivalGamma, ArrivalTrace, ArrivalClosed}
+	validThinkDists   = []string{"fixed", "exponential"}
+	validDists        = []string{DistFixed, DistUniform, DistLognormal, DistEmpirical}
+	validPrefixModes  = []string{PrefixCold, PrefixShared}
+	validTraceFormats = []string{TraceOffsets, TraceMooncake, TraceAzure, TraceBurstGPT}
+	validSLOMetrics   = []string{"ttft", "tpot", "itl", "e2e"}
+	validDirections   = []string{"higher", "lower"}
+	validPolicies     = []string{"expected", "warn", "fail", "ignore"}
+	validMissing      = []string{"fail", "allow", "warn"}
 )
 
 var topKeys = []string{"version", "target", "model", "workloads", "gate", "capacity"}
@@ -76,6 +77,7 @@ const (
 	defaultTensorParallel  = 1
 	defaultSharedTokens    = 512
 	defaultSharedGroups    = 1
+	defaultBlockTokens     = 512
 )
 
 // maxFileErrors caps the errors reported from one trace or lengths file: a file of the
@@ -756,6 +758,9 @@ func (d *decoder) class(path string, n *yaml.Node) Class {
 }
 
 func (d *decoder) arrival(path string, n *yaml.Node, a *Arrival) {
+	// The trace is read after the mapping: its format, window and scale may come after it.
+	var tracePath string
+	var traceNode *yaml.Node
 	d.mapping(n, path, "", []field{
 		{"process", func(p string, v *yaml.Node) { a.Process = d.enum(p, v, validProcesses) }},
 		{"rate", func(p string, v *yaml.Node) { a.Rate = d.number(p, v) }},
@@ -763,14 +768,44 @@ func (d *decoder) arrival(path string, n *yaml.Node, a *Arrival) {
 		{"profile", func(p string, v *yaml.Node) { a.Profile = d.profile(p, v) }},
 		{"trace", func(p string, v *yaml.Node) {
 			a.Trace = d.str(p, v)
-			if a.Trace != "" {
-				a.Offsets = d.loadTrace(p, v, a.Trace)
-			}
+			tracePath, traceNode = p, v
 		}},
+		{"format", func(p string, v *yaml.Node) { a.Format = d.enum(p, v, validTraceFormats) }},
+		{"time_scale", func(p string, v *yaml.Node) { a.TimeScale = d.number(p, v) }},
+		{"start", func(p string, v *yaml.Node) { a.Start = d.duration(p, v) }},
+		{"window", func(p string, v *yaml.Node) { a.Window = d.duration(p, v) }},
+		{"block_tokens", func(p string, v *yaml.Node) { a.BlockTokens = d.int(p, v) }},
 		{"users", func(p string, v *yaml.Node) { a.Users = d.int(p, v) }},
 		{"think", func(p string, v *yaml.Node) { a.Think = d.duration(p, v) }},
 		{"think_dist", func(p string, v *yaml.Node) { a.ThinkDist = d.enum(p, v, validThinkDists) }},
 	})
+	if a.Process == ArrivalTrace {
+		if a.Format == "" && !d.bad[join(path, "format")] {
+			a.Format = TraceOffsets
+		}
+		if !d.has(join(path, "time_scale")) {
+			a.TimeScale = 1
+		}
+		if a.Format == TraceMooncake && !d.has(join(path, "block_tokens")) {
+			a.BlockTokens = defaultBlockTokens
+		}
+	}
+	if a.Trace == "" || d.bad[join(path, "format")] {
+		return
+	}
+	// Bad scale or window values are reported by validation; the trace is read with
+	// sane ones so that its own errors still show.
+	scale := a.TimeScale
+	if !(scale > 0) {
+		scale = 1
+	}
+	cut := traceCut{start: max(a.Start, 0), window: max(a.Window, 0), scale: scale}
+	if a.Format == TraceOffsets {
+		a.Offsets = cut.offsets(d.loadTrace(tracePath, traceNode, a.Trace))
+		return
+	}
+	recs, offs, sum := d.loadLengthTrace(tracePath, traceNode, a.Trace, a.Format, cut)
+	a.Records, a.Offsets, a.TraceSHA256 = recs, offs, sum
 }
 
 func (d *decoder) profile(path string, n *yaml.Node) *RateProfile {

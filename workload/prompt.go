@@ -194,6 +194,77 @@ func (g *Generator) prompt(phase uint64, i, tokens int) string {
 	return b.String()
 }
 
+// runSaltLen is the length of a run salt.
+const runSaltLen = len("[slogate 7f3a9c12] ")
+
+// appendRunSalt appends "[slogate HHHHHHHH] ", the hex from (seed, run) only: the opening
+// that every prompt of a block-structured trace shares within a run, so that blocks are
+// shared between its requests and with no other run or seed.
+func appendRunSalt(dst []byte, seed int64, run uint64) []byte {
+	r := newRNG(seed, streamRunSalt)
+	if run != 0 {
+		r = newRNG(seed, streamRunSalt, run)
+	}
+	h := uint32(r.uint64() >> 32)
+	dst = append(dst, "[slogate "...)
+	const hexDigits = "0123456789abcdef"
+	for shift := 28; shift >= 0; shift -= 4 {
+		dst = append(dst, hexDigits[(h>>uint(shift))&0xf])
+	}
+	return append(dst, "] "...)
+}
+
+// blockText is the text of hash id h of a block-structured trace: about BlockTokens
+// tokens of corpus and a space, from (seed, h) and the calibration only.
+func (g *Generator) blockText(h int64) string {
+	r := newRNG(g.w.Seed, streamBlock, uint64(h))
+	return corpusText(r.intN(len(corpus)), g.charsFor(g.w.Arrival.BlockTokens)) + " "
+}
+
+// blockPrompt builds the prompt of a trace entry with hash ids (Mooncake): the run salt,
+// then block j's text for each id, the last block cut to what the entry's length leaves
+// (a cut block is a prefix of the whole one, as a partial KV block is); an entry longer
+// than its blocks ends with text of its own. Two entries whose first k ids agree share
+// their first k blocks byte for byte, so the engine's prefix cache sees the trace's
+// block-level sharing. The salt counts toward the first block.
+func (g *Generator) blockPrompt(phase uint64, i int, rec *TraceRecord) string {
+	var saltBuf [32]byte
+	salt := appendRunSalt(saltBuf[:0], g.w.Seed, g.run)
+	var b strings.Builder
+	b.Grow(g.charsFor(rec.Input) + 64)
+	b.Write(salt)
+	left := g.charsFor(rec.Input) - len(salt)
+	for j, h := range rec.Blocks {
+		if left <= 0 {
+			break
+		}
+		text := g.blockText(h)
+		if j == 0 && len(text) > len(salt) {
+			// The salt takes the first block's opening bytes, the same in every entry.
+			text = text[:len(text)-len(salt)]
+		}
+		if len(text) > left {
+			text = text[:runeStart(text, left)]
+		}
+		b.WriteString(text)
+		left -= len(text)
+	}
+	if left > 0 {
+		r := newRNG(g.w.Seed, streamPromptText, phase, uint64(i))
+		start := wordStart(r.intN(len(corpus)))
+		writeLoop(&b, start, cutEnd(start, left))
+	}
+	return b.String()
+}
+
+// runeStart moves n back to the start of a UTF-8 character of s.
+func runeStart(s string, n int) int {
+	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return n
+}
+
 // calibrationWindows are the sizes (bytes) of corpus text sent to the tokenizer: short and
 // long windows, since tokenizers that add special tokens weigh more on short texts.
 var calibrationWindows = []int{256, 1024, 4096}

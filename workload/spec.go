@@ -101,6 +101,23 @@ type Workload struct {
 	MaxDispatchLag time.Duration
 }
 
+// SharesPrefixes reports whether requests of w share prompt prefixes by design: a shared
+// prefix, or a trace whose entries share blocks. Its prefix-cache hits are then the
+// workload's, not a stale cache's.
+func (w *Workload) SharesPrefixes() bool {
+	if w.PrefixCache.Mode == PrefixShared {
+		return true
+	}
+	if w.Arrival.HasLengths() {
+		for i := range w.Arrival.Records {
+			if len(w.Arrival.Records[i].Blocks) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Warmup requests are sent before the measured window and excluded from its metrics.
 type Warmup struct {
 	Requests int
@@ -122,10 +139,49 @@ type Arrival struct {
 	Burstiness float64 // gamma shape k: coefficient of variation of gaps = 1/sqrt(k); default 1
 	Profile    *RateProfile
 	Trace      string          // trace: file of arrival offsets, relative to the config file
-	Offsets    []time.Duration // trace: loaded offsets, ascending
-	Users      int             // closed: concurrent users
-	Think      time.Duration   // closed: think time between a response and the next request
-	ThinkDist  string          // closed: "fixed" (default) or "exponential" (mean Think)
+	Offsets    []time.Duration // trace: loaded offsets, ascending (after Start, Window, TimeScale)
+	// Format is the trace file's format: offsets (default: one duration per line),
+	// mooncake (JSONL with lengths and hash_ids), azure or burstgpt (CSV with lengths).
+	Format string
+	// TimeScale multiplies the trace's gaps: 0.5 replays twice as fast. Default 1.
+	TimeScale float64
+	// Start skips the trace's first Start of trace time (from its first entry); Window,
+	// when > 0, keeps only the entries in [Start, Start+Window). Both are trace time,
+	// before TimeScale.
+	Start, Window time.Duration
+	// BlockTokens is the prompt length of one mooncake hash id; default 512.
+	BlockTokens int
+	// TraceSHA256 is the hex SHA-256 of the trace file (formats with lengths); it pins
+	// the trace in the workload hash.
+	TraceSHA256 string
+	// Records are the loaded entries of a trace with lengths, one per offset.
+	Records   []TraceRecord
+	Users     int           // closed: concurrent users
+	Think     time.Duration // closed: think time between a response and the next request
+	ThinkDist string        // closed: "fixed" (default) or "exponential" (mean Think)
+}
+
+// Trace formats (Arrival.Format).
+const (
+	TraceOffsets  = "offsets"
+	TraceMooncake = "mooncake"
+	TraceAzure    = "azure"
+	TraceBurstGPT = "burstgpt"
+)
+
+// TraceRecord is one request of a trace with lengths.
+type TraceRecord struct {
+	Line   int // line of the trace file, for messages
+	Input  int // prompt tokens
+	Output int // output tokens
+	// Blocks are mooncake hash ids: block j of the prompt (BlockTokens tokens) is the
+	// same text in every request whose j-th id is the same.
+	Blocks []int64
+}
+
+// HasLengths reports whether the arrival is a trace that brings each request's lengths.
+func (a *Arrival) HasLengths() bool {
+	return a.Process == ArrivalTrace && a.Format != "" && a.Format != TraceOffsets
 }
 
 // RateProfile makes the open-loop rate vary over time. Offsets are from the start of the

@@ -306,8 +306,25 @@ func (d *decoder) validateWorkload(p string, w *Workload) {
 	if w.Arrival.Process == ArrivalTrace && d.ok(join(p, "arrival.trace")) {
 		d.check(rp, w.Requests <= len(w.Arrival.Offsets), "the trace %s holds %d offsets", w.Arrival.Trace, len(w.Arrival.Offsets))
 	}
+	// A trace with lengths brings every request's lengths: neither the workload nor a
+	// class may set others.
+	if w.Arrival.HasLengths() {
+		why := fmt.Sprintf("the %s trace gives every request's lengths", w.Arrival.Format)
+		for _, k := range []string{"prompt_tokens", "output_tokens", "classes"} {
+			if kp := join(p, k); d.has(kp) {
+				d.errorf(d.keyNode(kp), "%q does not apply to a trace with lengths: %s", k, why)
+				d.bad[kp] = true
+			}
+		}
+		if w.Arrival.Format == TraceMooncake && w.PrefixCache.Mode == PrefixShared && d.has(join(p, "prefix_cache")) {
+			d.errorf(d.keyNode(join(p, "prefix_cache")), "prefix_cache mode %q does not apply to a mooncake trace: its hash_ids decide what is shared", PrefixShared)
+		}
+	}
 	// Lengths are needed for the workload unless every class brings its own.
 	for _, k := range []string{"prompt_tokens", "output_tokens"} {
+		if w.Arrival.HasLengths() {
+			break
+		}
 		lp := join(p, k)
 		if d.has(lp) {
 			d.validateLength(lp)
@@ -366,6 +383,11 @@ var (
 		{"burstiness", []string{ArrivalGamma}},
 		{"profile", openProcesses},
 		{"trace", []string{ArrivalTrace}},
+		{"format", []string{ArrivalTrace}},
+		{"time_scale", []string{ArrivalTrace}},
+		{"start", []string{ArrivalTrace}},
+		{"window", []string{ArrivalTrace}},
+		{"block_tokens", []string{ArrivalTrace}},
 		{"users", []string{ArrivalClosed}},
 		{"think", []string{ArrivalClosed}},
 		{"think_dist", []string{ArrivalClosed}},
@@ -421,7 +443,21 @@ func (d *decoder) validateArrival(p string, a *Arrival) {
 			d.validateProfile(pp, a.Profile)
 		}
 	case ArrivalTrace:
-		d.require(p, "trace", "give a file of arrival offsets, one duration per line")
+		d.require(p, "trace", "give a file of arrival offsets, one duration per line, or a trace with lengths and its \"format\"")
+		d.check(join(p, "time_scale"), a.TimeScale > 0, "must be more than 0 (0.5 replays twice as fast)")
+		d.check(join(p, "start"), a.Start >= 0, "must not be negative")
+		d.check(join(p, "window"), a.Window > 0, "must be more than 0s")
+		if a.Format != TraceMooncake && d.ok(join(p, "format")) {
+			d.notFor(p, "block_tokens", "format", a.Format, quoteList([]string{TraceMooncake}))
+		}
+		d.check(join(p, "block_tokens"), a.BlockTokens >= 1, "must be at least 1 (the published Mooncake trace uses 512)")
+		if tp := join(p, "trace"); d.ok(tp) && len(a.Offsets) == 0 && (d.has(join(p, "start")) || d.has(join(p, "window"))) {
+			cut := "start " + a.Start.String()
+			if a.Window > 0 {
+				cut += ", window " + a.Window.String()
+			}
+			d.fail(tp, d.nodes[tp], "%s keeps none of the trace's entries (trace time starts at 0s at its first entry)", cut)
+		}
 	case ArrivalClosed:
 		if d.require(p, "users", "give the number of concurrent users") {
 			d.check(join(p, "users"), a.Users >= 1, "must be at least 1")
