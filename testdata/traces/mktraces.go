@@ -5,14 +5,15 @@
 //
 //	go run ./testdata/traces/mktraces.go testdata/traces
 //
-// mooncake.jsonl  Mooncake trace lines: timestamp (ms), input_length, output_length and
-//                 hash_ids (one id per 512-token block; ids are chained, so a shared id
-//                 at position j means the first j+1 blocks are the same text). Requests
-//                 reuse a prefix of one of a few "document" roots, so blocks are shared.
-// azure.csv       Azure LLM inference trace: TIMESTAMP, ContextTokens, GeneratedTokens.
-// burstgpt.csv    BurstGPT: Timestamp, Model, Request tokens, Response tokens, Total
-//                 tokens, Log Type (some failed requests with 0 response tokens).
-// bad_mooncake.jsonl, bad_azure.csv: one malformed line, an unknown header.
+// The files:
+//   - mooncake.jsonl: Mooncake trace lines, timestamp (ms), input_length, output_length
+//     and hash_ids (one id per 512-token block; ids are chained, so a shared id at
+//     position j means the first j+1 blocks are the same text). Requests reuse a prefix
+//     of one of a few "document" roots, so blocks are shared.
+//   - azure.csv: the Azure LLM inference trace, TIMESTAMP, ContextTokens, GeneratedTokens.
+//   - burstgpt.csv: BurstGPT, Timestamp, Model, Request tokens, Response tokens, Total
+//     tokens, Log Type (with a few failed requests of 0 response tokens).
+//   - bad_mooncake.jsonl, bad_azure.csv: malformed lines and an unknown header.
 package main
 
 import (
