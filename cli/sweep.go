@@ -64,6 +64,7 @@ func (a *app) cmdSweep(ctx context.Context, args []string) int {
 	fs.Var(fractionFlag{&p.Precision}, "precision", "relative width of the final bracket, e.g. 5% or 0.05")
 	fs.IntVar(&p.StepRequests, "step-requests", 0, "measured `requests` per step (instead of --step-duration)")
 	fs.DurationVar(&p.StepDuration, "step-duration", 0, "length of each step's arrivals (default 30s)")
+	a.quietFlag(fs)
 	if code, ok := a.parse(fs, args); !ok {
 		return code
 	}
