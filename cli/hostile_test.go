@@ -339,3 +339,24 @@ func TestGateJudgesOnlyTheLastRun(t *testing.T) {
 		t.Errorf("exit %d, want %d\n%s", code, ExitBadInput, errb)
 	}
 }
+
+// A bad --target is bad input with the valid forms, as the same value in target.url is.
+func TestRunBadTarget(t *testing.T) {
+	for _, target := range []string{"ftp://x", "%zz", "http://", "127.0.0.1:8000"} {
+		t.Run(target, func(t *testing.T) {
+			a, _, errb := testApp(t)
+			code := a.run(context.Background(), []string{"run", "-c", writeConfig(t, fakeConfig), "--target", target, "-o", t.TempDir()})
+			want := fmt.Sprintf(`invalid target %q: expected an http:// or https:// URL such as "http://127.0.0.1:8000"`, target)
+			if code != ExitBadInput || !strings.Contains(errb.String(), want) {
+				t.Errorf("exit %d, want %d and %q\n%s", code, ExitBadInput, want, errb)
+			}
+			// The same value in the file gives the same code and the same valid forms.
+			cfg := strings.Replace(fakeConfig, "target: {", "target: {url: \""+target+"\", ", 1)
+			a, _, errb = testApp(t)
+			code = a.run(context.Background(), []string{"run", "-c", writeConfig(t, cfg), "-o", t.TempDir()})
+			if code != ExitBadInput || !strings.Contains(errb.String(), `expected an http:// or https:// URL such as "http://127.0.0.1:8000"`) {
+				t.Errorf("target.url: exit %d\n%s", code, errb)
+			}
+		})
+	}
+}

@@ -114,6 +114,12 @@ func (a *app) runWorkloads(ctx context.Context, f *workload.File, p runParams) (
 			return nil, ExitBadInput
 		}
 	}
+	if p.target != "" {
+		if err := workload.CheckURL(p.target); err != nil {
+			a.errorf("%v", err)
+			return nil, ExitBadInput
+		}
+	}
 	shardI, shardN, err := measure.ParseShard(p.shard, selected)
 	if err != nil {
 		return nil, a.measureError(err)

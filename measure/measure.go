@@ -145,6 +145,11 @@ func (r *Runner) Prepare(ctx context.Context, f *workload.File, override string)
 	if t.URL == "" {
 		return nil, badInput("%s: no engine URL: set target.url or pass --target", f.Path)
 	}
+	if override != "" {
+		if err := workload.CheckURL(override); err != nil {
+			return nil, &BadInputError{Err: err}
+		}
+	}
 	if f.Target.APIKeyEnv != "" {
 		t.APIKey = r.getenv(f.Target.APIKeyEnv)
 		if t.APIKey == "" {

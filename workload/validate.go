@@ -225,10 +225,21 @@ func (d *decoder) validateURL(path, u string) {
 	if !d.ok(path) || u == "" {
 		return
 	}
+	if CheckURL(u) != nil {
+		d.fail(path, d.nodes[path], "%s", urlForms)
+	}
+}
+
+const urlForms = "expected an http:// or https:// URL such as \"http://127.0.0.1:8000\""
+
+// CheckURL checks an engine URL given outside the file (--target, the Action's target
+// input) as target.url is checked, with the same message.
+func CheckURL(u string) error {
 	pu, err := url.Parse(u)
 	if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
-		d.fail(path, d.nodes[path], "expected an http:// or https:// URL such as \"http://127.0.0.1:8000\"")
+		return fmt.Errorf("invalid target %q: %s", u, urlForms)
 	}
+	return nil
 }
 
 func (d *decoder) validateTarget(t *Target) {
