@@ -185,12 +185,16 @@ func (c *ci) gateRecords(ctx context.Context, recs []*result.Record, code int) i
 	c.out.Verdict = string(res.Verdict)
 	marker := ghaction.Marker(c.in.Config)
 	meta := c.meta(ctx, marker, res)
+	c.secrets.Redact(res)
 	sweeps, _ := result.ReadSweepsDir(c.outDir) // none readable: the fleet section says so
 	md, html, err := renderReports(renderInput{res: res, recs: recs, cfg: c.f, store: store, meta: meta, sweeps: sweeps})
 	if err != nil {
 		c.errorf("%v", err)
 		return ExitFailure
 	}
+	// The reports quote the records and the baselines: neither holds a secret, and what
+	// is published is checked once more.
+	md, html = c.secrets.String(md), []byte(c.secrets.String(string(html)))
 	// Every file is written before the first call to GitHub.
 	rp, err := writeReports(c.outDir, res, meta, md, html)
 	if err != nil {

@@ -360,3 +360,73 @@ func TestRunBadTarget(t *testing.T) {
 		})
 	}
 }
+
+// An engine that echoes the API key in every field it returns never gets it into a
+// record, the terminal or a log.
+func TestRunRedactsPlantedAPIKey(t *testing.T) {
+	const key = "sk-planted-SECRET-7f3a9c"
+	e := newFakeEngine(t)
+	e.handle("/v1/models", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `{"data":[{"id":"m","owned_by":"vllm","root":"%s","max_model_len":4096},{"id":"other-%s","owned_by":"vllm"}]}`, key, key)
+	})
+	e.handle("/version", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintf(w, `{"version":"0.9.0+%s"}`, key) })
+	var mu sync.Mutex
+	scrapes := 0
+	e.handle("/metrics", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		scrapes++
+		k := scrapes
+		mu.Unlock()
+		if k == 1 {
+			fmt.Fprintf(w, "%svllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"100\",key=\"%s\"} 1\n", fakeMetricsPage, key)
+			return
+		}
+		fmt.Fprintf(w, "vllm:num_requests_waiting{key=\"%s\"} not-a-number-%s\n", key, key)
+	})
+	e.handle("/tokenize", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "bad key "+key, http.StatusBadRequest)
+	})
+	var n sync.Mutex
+	calls := 0
+	e.handle("/v1/completions", func(w http.ResponseWriter, r *http.Request) {
+		n.Lock()
+		calls++
+		c := calls
+		n.Unlock()
+		if c%2 == 0 {
+			http.Error(w, `{"error":{"message":"invalid key `+key+`"}}`, http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"text\":\"%s\"}]}\n\n", key)
+		fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"text\":\"\",\"finish_reason\":\"%s\"}]}\n\ndata: [DONE]\n\n", key)
+	})
+	cfg := strings.Replace(fakeConfig, "target: {api: completions, engine: auto}",
+		"target: {api: completions, engine: auto, api_key_env: SERVING_KEY, metrics: {interval: 50ms}}", 1)
+	cfg = strings.Replace(cfg, "requests: 5\n    arrival: {process: constant, rate: 50}", "requests: 10\n    arrival: {process: constant, rate: 20}", 1)
+	dir := t.TempDir()
+	a, out, errb := testApp(t)
+	env := map[string]string{"SERVING_KEY": key}
+	a.getenv = func(k string) string { return env[k] }
+	code := a.run(context.Background(), []string{"run", "-c", writeConfig(t, cfg), "--target", e.srv.URL, "-o", dir})
+	if code != ExitOK && code != ExitFailure {
+		t.Fatalf("exit %d\n%s", code, errb)
+	}
+	rec, err := result.Read(filepath.Join(dir, "w.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(rec.Engine.Version, result.Redacted) {
+		t.Errorf("engine.version %q: the planted key was not seen, so this test tests nothing", rec.Engine.Version)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*"))
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		if strings.Contains(string(data), key) {
+			t.Errorf("%s holds the API key", f)
+		}
+	}
+	if strings.Contains(out.String()+errb.String(), key) {
+		t.Errorf("the API key reached the terminal:\n%s\n%s", out, errb)
+	}
+}

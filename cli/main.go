@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/slogate/slogate/envinfo"
+	"github.com/slogate/slogate/result"
 	"github.com/slogate/slogate/ghaction"
 )
 
@@ -53,6 +54,9 @@ type app struct {
 	probeTimeout, preflightTimeout time.Duration
 	// git runs git (the commit that last changed a baseline file); tests fake it.
 	git ghaction.GitRunner
+	// secrets are redacted from everything written to stdout and stderr and from every
+	// record (the GitHub token, the engine's API key).
+	secrets *result.Secrets
 	// tempDirFunc is where a record goes when the output directory fails at the end
 	// (nil: os.TempDir).
 	tempDirFunc func() string
@@ -132,6 +136,13 @@ func (a *app) run(ctx context.Context, args []string) int {
 	if !ok {
 		fmt.Fprintf(a.stderr, "slogate: unknown command %q; expected one of %s\n", args[0], quoteList(sortedKeys(cmds)))
 		return ExitBadInput
+	}
+	// The GitHub token (and, once a config names it, the engine's API key) never
+	// reaches the terminal, a log or an annotation, whatever text carried it there.
+	if a.secrets == nil {
+		a.secrets = &result.Secrets{}
+		a.secrets.Add(a.getenv("GITHUB_TOKEN"), a.getenv("INPUT_GITHUB-TOKEN"), a.getenv("INPUT_GITHUB_TOKEN"))
+		a.stdout, a.stderr = a.secrets.Writer(a.stdout), a.secrets.Writer(a.stderr)
 	}
 	return c.run(a, ctx, args[1:])
 }

@@ -68,6 +68,9 @@ func (a *app) loadConfig(path string) (*workload.File, int) {
 		fmt.Fprintln(a.stderr, err)
 		return nil, ExitBadInput
 	}
+	if f.Target.APIKeyEnv != "" && a.secrets != nil {
+		a.secrets.Add(a.getenv(f.Target.APIKeyEnv))
+	}
 	return f, ExitOK
 }
 
@@ -75,7 +78,7 @@ func (a *app) loadConfig(path string) (*workload.File, int) {
 func (a *app) runner() *measure.Runner {
 	version, _ := ToolVersion()
 	r := &measure.Runner{Getenv: a.getenv, Now: a.now, EnvOptions: a.envOptions, Log: a.stderr, ToolVersion: version,
-		ProbeTimeout: a.probeTimeout, PreflightTimeout: a.preflightTimeout}
+		ProbeTimeout: a.probeTimeout, PreflightTimeout: a.preflightTimeout, Secrets: a.secrets}
 	r.Progress, r.ProgressDone = a.progress(nil)
 	return r
 }

@@ -209,6 +209,11 @@ func (p *prober) do(ctx context.Context, method, path string, body any) (int, []
 			return 0, nil, s
 		}
 	}
+	if p.apiKey != "" {
+		// An engine that echoes the key it was sent (in a version, a model id) must not
+		// put it into the identity, whatever field carried it.
+		data = bytes.ReplaceAll(data, []byte(p.apiKey), []byte("[redacted]"))
+	}
 	return resp.StatusCode, data, err
 }
 

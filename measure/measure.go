@@ -73,6 +73,9 @@ type Runner struct {
 	// ProbeTimeout bounds each identification, tokenize and metrics call; default
 	// engine.DefaultProbeTimeout.
 	ProbeTimeout time.Duration
+	// Secrets are redacted from every record, beside the engine's API key (which is
+	// always redacted).
+	Secrets *result.Secrets
 	// PreflightTimeout bounds the whole identification, and separately the prompt
 	// calibration of each run; default DefaultPreflightTimeout.
 	PreflightTimeout time.Duration
@@ -382,6 +385,17 @@ const ScrapingShard = 1
 // Run runs one trial of one workload and returns its record, complete or not: a failure
 // during the run marks the record incomplete and keeps what was measured.
 func (r *Runner) Run(ctx context.Context, f *workload.File, w *workload.Workload, t *Target, tr Trial) *result.Record {
+	rec := r.run(ctx, f, w, t, tr)
+	// Whatever the server sent (a version, a model id, an error, a metrics label) may
+	// echo the key it was sent.
+	var s result.Secrets
+	s.Add(t.APIKey)
+	s.Redact(rec)
+	r.Secrets.Redact(rec)
+	return rec
+}
+
+func (r *Runner) run(ctx context.Context, f *workload.File, w *workload.Workload, t *Target, tr Trial) *result.Record {
 	start := r.now()
 	epoch := time.Now()
 	client := engine.NewClient(engine.ClientOptions{BaseURL: t.URL, APIKey: t.APIKey, Model: t.ID.ModelID, Epoch: epoch})
