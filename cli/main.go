@@ -19,8 +19,9 @@ import (
 	"time"
 
 	"github.com/slogate/slogate/envinfo"
-	"github.com/slogate/slogate/result"
 	"github.com/slogate/slogate/ghaction"
+	"github.com/slogate/slogate/report"
+	"github.com/slogate/slogate/result"
 )
 
 // Exit codes (DESIGN §5), documented in the README.
@@ -142,9 +143,21 @@ func (a *app) run(ctx context.Context, args []string) int {
 	if a.secrets == nil {
 		a.secrets = &result.Secrets{}
 		a.secrets.Add(a.getenv("GITHUB_TOKEN"), a.getenv("INPUT_GITHUB-TOKEN"), a.getenv("INPUT_GITHUB_TOKEN"))
-		a.stdout, a.stderr = a.secrets.Writer(a.stdout), a.secrets.Writer(a.stderr)
+		a.stdout, a.stderr = a.secrets.Writer(plainWriter{a.stdout}), a.secrets.Writer(plainWriter{a.stderr})
 	}
 	return c.run(a, ctx, args[1:])
+}
+
+// plainWriter strips bidi controls from what reaches the terminal: server text in an
+// error or a note must not reorder what the reader sees.
+type plainWriter struct{ w io.Writer }
+
+func (p plainWriter) Write(b []byte) (int, error) {
+	s := report.StripBidi(string(b))
+	if _, err := io.WriteString(p.w, s); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }
 
 func (a *app) usage(w io.Writer, cmds map[string]command) {

@@ -60,7 +60,7 @@ func WriteHTML(w io.Writer, r HTMLReport) error {
 	if err := pageTmpl.Execute(&b, pg); err != nil {
 		return fmt.Errorf("report: HTML: %w", err)
 	}
-	_, err := w.Write(b.Bytes())
+	_, err := io.WriteString(w, StripBidi(b.String()))
 	return err
 }
 

@@ -486,7 +486,7 @@ func code(s string) string {
 // breaks cannot start new blocks.
 func esc(s string) string {
 	var b strings.Builder
-	for _, r := range s {
+	for _, r := range StripBidi(s) {
 		switch r {
 		case '&':
 			b.WriteString("&amp;")
@@ -500,7 +500,8 @@ func esc(s string) string {
 			b.WriteString("&#35;")
 		case '|':
 			b.WriteString("&#124;")
-		case '\\', '`', '*', '_', '[', ']', '(', ')', '!', '~', '{', '}', '+', '-', '=', '"', '\'':
+		case '\\', '`', '*', '_', '[', ']', '(', ')', '!', '~', '{', '}', '+', '-', '=', '"', '\'', '$':
+			// '$' too: GitHub renders $…$ and $$…$$ as math.
 			b.WriteByte('\\')
 			b.WriteRune(r)
 		case '\n', '\r', '\t':
@@ -518,7 +519,7 @@ func esc(s string) string {
 // escHTML escapes text for inside an HTML element (a <code>): mentions and pipes too.
 func escHTML(s string) string {
 	var b strings.Builder
-	for _, r := range s {
+	for _, r := range StripBidi(s) {
 		switch r {
 		case '&':
 			b.WriteString("&amp;")
@@ -534,7 +535,7 @@ func escHTML(s string) string {
 			b.WriteString("&#96;")
 		case '#':
 			b.WriteString("&#35;")
-		case '[', ']', '(', ')', '*', '_', '~', '\\', '!', '"', '\'':
+		case '[', ']', '(', ')', '*', '_', '~', '\\', '!', '"', '\'', '$':
 			// Markdown still applies inside inline HTML: entities keep it literal.
 			fmt.Fprintf(&b, "&#%d;", r)
 		case '\n', '\r', '\t':
