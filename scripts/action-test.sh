@@ -506,6 +506,53 @@ check "run 3: no GitHub call was made (calls: $calls0 before, $(gh calls) after)
 check "run 3: nothing was cached for $TAMPERED" test ! -e "$work/act-cache/tool_cache/slogate/${TAMPERED#v}"
 [[ $failures -eq $before ]] || show_failure_context "$work/run3"
 
+# Run 4: the sharded workflow (testdata/action/scale-out.yml, the jobs of
+# examples/workflows/scale-out.yml): a plan job sets the start time, a matrix of three shard
+# jobs in mode run each sends one shard anchored to it and uploads its records, and the
+# fan-in job merges them, gates the merged run and updates the one sticky comment.
+before=$failures
+cap=$work/run4
+mkdir -p "$cap" "$work/artifacts"
+creates0=$(gh creates) updates0=$(gh updates)
+t=$SECONDS rc=0
+# --concurrent-jobs 3: the three shards run at once, as on three runners.
+waited env PATH="$nogo_path" ACT_DISABLE_VERSION_CHECK=1 \
+	timeout --kill-after=10 "$RUN_TIMEOUT" "$ACT_BIN" pull_request --json \
+	-W testdata/action/scale-out.yml \
+	-e testdata/action/pull_request.json \
+	-P self-hosted=-self-hosted \
+	--concurrent-jobs 3 \
+	--local-repository "actions/upload-artifact@v4=$REPO_ROOT/testdata/action/upload-artifact-standin" \
+	--local-repository "actions/download-artifact@v4=$REPO_ROOT/testdata/action/download-artifact-standin" \
+	--action-cache-path "$work/act-cache" \
+	--no-cache-server \
+	--env-file /dev/null --secret-file /dev/null --var-file /dev/null --input-file /dev/null \
+	-s "GITHUB_TOKEN=$token" \
+	--env "GITHUB_API_URL=$api_url" \
+	--env "GITHUB_REPOSITORY=$REPO_NAME" \
+	--env "GITHUB_REF=refs/pull/$PR_NUMBER/merge" \
+	--env "SLOGATE_TEST_TARGET=$sim_url" \
+	--env "SLOGATE_TEST_CAPTURE=$cap" \
+	--env "SLOGATE_TEST_ARTIFACTS=$work/artifacts" \
+	--env "SLOGATE_TEST_START_DELAY=${SLOGATE_ACTION_TEST_START_DELAY:-60} seconds" \
+	--env "SLOGATE_TEST_VERSION=$VERSION" \
+	--env "SLOGATE_TEST_RELEASE_URL=$release_url" >"$cap/act.json" 2>&1 || rc=$?
+log "act run 4 (sharded): exit $rc in $((SECONDS - t)) s (log: $cap/act.json)"
+[[ $rc -eq 124 || $rc -eq 137 ]] && fail "run 4: act did not finish within ${RUN_TIMEOUT}s"
+for i in 1 2 3; do
+	check "run 4: shard job $i uploaded its record" test -s "$work/artifacts/slogate-shard-$i/action-smoke.json"
+	check "run 4: shard $i/3 is in its record" grep -q "\"shard\": \"$i/3\"" "$work/artifacts/slogate-shard-$i/action-smoke.json"
+done
+merged=$cap/slogate-out/action-smoke.json
+check "run 4: the fan-in wrote the merged record" test -s "$merged"
+check "run 4: the merged record keeps its 3 shards and the common start" \
+	test "$(grep -oE '"shard": ?"[123]/3"' "$merged" 2>/dev/null | sort -u | wc -l)" = 3 -a "$(grep -oE '"start_at": ?"' "$merged" 2>/dev/null | wc -l)" -ge 4
+v4=$(sed -n 's/^verdict=//p' "$cap/outputs.env" 2>/dev/null)
+check "run 4: the merged run was judged (verdict '$v4')" test -n "$v4" -a "$v4" != error -a "$v4" != incomparable -a "$v4" != no_baseline
+check "run 4: the one sticky comment was updated, none created (creates $creates0 -> $(gh creates), updates $updates0 -> $(gh updates))" \
+	test "$(gh creates)" = "$creates0" -a "$(gh updates)" -gt "$updates0" -a "$(gh sticky_comments)" = 1
+[[ $failures -eq $before ]] || show_failure_context "$cap"
+
 stats=$("$work/bin/fakegh" stats -state "$gh_state")
 check "every GitHub call carried the token and was one the fake knows ($(grep -E '^(unauthorized|unexpected)=' <<<"$stats" | tr '\n' ' '))" \
 	test "$(gh unauthorized)" = 0 -a "$(gh unexpected)" = 0
