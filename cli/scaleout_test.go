@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/slogate/slogate/gate"
+	"github.com/slogate/slogate/report"
 	"github.com/slogate/slogate/result"
 	"github.com/slogate/slogate/sim"
 )
@@ -173,8 +174,10 @@ func TestSynchronizedShardsMergeToOneRun(t *testing.T) {
 	if r := ms.TTFTms.P50 / ws.TTFTms.P50; r < 0.5 || r > 2 {
 		t.Errorf("TTFT p50 merged %.2f ms, unsharded %.2f ms", ms.TTFTms.P50, ws.TTFTms.P50)
 	}
-	t.Logf("merged: goodput %.3f/s TTFT p50 %.2f ms ITL p99 %.2f ms; unsharded: %.3f/s %.2f ms %.2f ms",
-		ms.GoodputRPS, ms.TTFTms.P50, ms.ITLms.P99, ws.GoodputRPS, ws.TTFTms.P50, ws.ITLms.P99)
+	var tables strings.Builder
+	report.RunTable(&tables, m, "merged from 3 shards")
+	report.RunTable(&tables, whole, "unsharded")
+	t.Logf("merged beside unsharded:\n%s", tables.String())
 
 	// Shards of runs with different start times are not one run: exit 2.
 	other := runShards(t, cfg, url, 1, time.Now().Add(200*time.Millisecond), 0)
