@@ -34,8 +34,16 @@ func RunTable(w io.Writer, rec *result.Record, path string) {
 	row("TTFT", s.TTFTms)
 	row("TPOT", s.TPOTms)
 	row("ITL", s.ITLms)
+	if s.TokensPerChunk != nil {
+		// Chunks carried several tokens: ITL above is per chunk, this is per token.
+		row("ITL/token", s.ITLTokenms)
+	}
 	row("E2E", s.E2Ems)
 	tw.Flush()
+	if t := s.TokensPerChunk; t != nil {
+		fmt.Fprintf(w, "chunks carried %s tokens on average (per-chunk counts from the server for %d requests, inferred from usage for %d): ITL is per chunk, ITL/token per token\n",
+			num(t.Mean), t.Known, t.Inferred)
+	}
 	fmt.Fprintf(w, "completed %d/%d, error rate %.2f%%%s\n", s.Completed, s.Requests, 100*s.ErrorRate, errorList(s.Errors))
 	fmt.Fprintf(w, "SLO attainment %.2f%% (target %.2f%%), goodput %s req/s (over the window, drain included: %s), throughput %s req/s, %s output tok/s\n",
 		100*s.SLOAttainment, 100*rec.SLOAttainmentTarget, num(s.GoodputRPS), num(s.GoodputWindowRPS), num(s.ThroughputRPS), num(s.OutputTokensPS))
