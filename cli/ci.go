@@ -202,6 +202,7 @@ func (c *ci) gateRecords(ctx context.Context, recs []*result.Record, code int) i
 		return ExitFailure
 	}
 	c.out.ReportPath = rp
+	c.mainHistory(res, recs, store)
 	report.GateTable(c.stdout, res)
 	c.summary(md)
 	c.annotate(res)
@@ -215,6 +216,39 @@ func (c *ci) gateRecords(ctx context.Context, recs []*result.Record, code int) i
 		c.setOutputs()
 	}
 	return ciResultExit(res, c.in.FailOn)
+}
+
+// mainHistory adds a line to the history beside each judged baseline on a push to the
+// main branch (SLOGATE_BASELINE_BASE, else main), so the trend shows main between
+// refreshes; the workflow commits the files if it wants them kept. A failure to write it
+// is said, and changes nothing else.
+func (c *ci) mainHistory(res *gate.Result, recs []*result.Record, store gate.Store) {
+	base := c.getenv("SLOGATE_BASELINE_BASE")
+	if base == "" {
+		base = "main"
+	}
+	if c.gh.EventName != "push" || c.gh.Ref != "refs/heads/"+base {
+		return
+	}
+	for _, w := range res.Workloads {
+		if w.BaselineCreated == nil || w.Verdict == gate.Error {
+			continue
+		}
+		var group []*result.Record
+		for _, r := range recs {
+			if r.Workload == w.Name && gate.HardwareOf(r) == w.Hardware {
+				group = append(group, r)
+			}
+		}
+		if len(group) == 0 {
+			continue
+		}
+		if p, err := c.appendHistory(c.f, store.Dir, group, gate.HistoryMain); err != nil {
+			c.errorf("writing the history of %s on %s: %v", w.Name, w.Hardware, err)
+		} else {
+			fmt.Fprintf(c.stderr, "slogate: history line added to %s (commit it to keep it)\n", p)
+		}
+	}
 }
 
 // baselineRecord is the baseline of rec's workload and hardware as a record of its

@@ -153,6 +153,24 @@ func TestCIEndToEnd(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "baselines", "small", "sim.json")); err != nil {
 		t.Fatalf("baseline not written: %v\n%s", err, log)
 	}
+	// The refresh starts the baseline's history: one line, kind baseline, at GITHUB_SHA.
+	hist, err := os.ReadFile(filepath.Join(dir, "baselines", "small", "sim.history.jsonl"))
+	if err != nil || strings.Count(string(hist), "\n") != 1 || !strings.Contains(string(hist), `"kind":"baseline"`) || !strings.Contains(string(hist), `"commit":"0123456789abcdef"`) || !strings.Contains(string(hist), `"goodput":`) {
+		t.Fatalf("history after the refresh: %v\n%s", err, hist)
+	}
+
+	// 1b. A gate on a push to main adds a line to the history (kind main).
+	mainEvent := filepath.Join(dir, "main.json")
+	os.WriteFile(mainEvent, []byte(`{"ref":"refs/heads/main"}`), 0o644)
+	extra["GITHUB_REF"] = "refs/heads/main"
+	if code, log, _, _ := ci("gate", "push", mainEvent, ""); code != ExitOK {
+		t.Fatalf("gate on main: exit %d\n%s", code, log)
+	}
+	delete(extra, "GITHUB_REF")
+	hist, _ = os.ReadFile(filepath.Join(dir, "baselines", "small", "sim.history.jsonl"))
+	if strings.Count(string(hist), "\n") != 2 || !strings.Contains(string(hist), `"kind":"main"`) {
+		t.Fatalf("history after a run of main:\n%s", hist)
+	}
 
 	// 2. On the pull request, mode gate runs, gates, writes every file, then comments once.
 	code, log, summary, outputs := ci("gate", "pull_request", prEvent, "tok-1")
