@@ -103,3 +103,54 @@ workloads:
 		t.Errorf("mooncake run: mode %q, unfit %q; want shared and fit", rec.PrefixCache.Mode, gate.Unfit(rec))
 	}
 }
+
+// Prompts from a dataset reach the engine with the lengths its tokenizer gives them: the
+// targets, measured with the simulator's /tokenize, match what its usage reports.
+func TestDatasetAgainstSim(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	r := rand.New(rand.NewPCG(3, 3))
+	for i := range 30 {
+		words := make([]string, 5+r.IntN(60))
+		for j := range words {
+			words[j] = []string{"light", "prism", "a", "refraction", "of", "colours"}[r.IntN(6)]
+		}
+		fmt.Fprintf(&b, `{"prompt": %q, "output_len": %d}`+"\n", strings.Join(words, " "), 2+i%3)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "p.jsonl"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := sim.Start(context.Background(), sim.Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	cfg := fmt.Sprintf(`version: 1
+target: {api: completions, engine: auto}
+model: {name: sim-tiny}
+workloads:
+  - name: prompts
+    requests: 30
+    arrival: {process: poisson, rate: 50}
+    dataset: {format: prompts, file: %s}
+    max_dispatch_lag: 1s
+    timeout: 20s
+`, filepath.Join(dir, "p.jsonl"))
+	rec := runOnce(t, testRunner(nil), cfg, srv.URL)
+	if rec.Calibration.Method != "tokenize" {
+		t.Fatalf("calibration %+v, want the simulator's tokenizer", rec.Calibration)
+	}
+	for _, q := range rec.Requests {
+		// The entry is counted by the tokenizer, the salt before it at the calibrated
+		// ratio: tokens of a concatenation are not a sum, so one token either way.
+		if q.Error != "" || q.PromptTokens < q.PromptTarget-1 || q.PromptTokens > q.PromptTarget+1 {
+			t.Fatalf("request %d: prompt %d tokens, target %d, error %q; want the target within a token", q.I, q.PromptTokens, q.PromptTarget, q.Error)
+		}
+		if q.OutputTokens != 2+q.I%3 {
+			t.Fatalf("request %d: %d output tokens, the dataset says %d", q.I, q.OutputTokens, 2+q.I%3)
+		}
+	}
+	if len(rec.Requests) != 30 {
+		t.Fatalf("%d requests in the record", len(rec.Requests))
+	}
+}

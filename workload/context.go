@@ -2,6 +2,7 @@ package workload
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 )
@@ -38,6 +39,33 @@ func MaxLengths(w *Workload) []ClassLengths {
 		}
 		if w.PrefixCache.Mode == PrefixShared {
 			c.MaxPrompt = max(c.MaxPrompt, w.PrefixCache.Tokens)
+		}
+		return []ClassLengths{c}
+	}
+	if ds := w.Dataset; ds != nil {
+		// Prompt lengths at the documented estimate: the engine's count is not known
+		// before the run.
+		c := ClassLengths{}
+		var saltBuf [40]byte
+		extra := len(appendSalt(saltBuf[:0], w.Seed, 0, phaseMeasured, 0))
+		if w.PrefixCache.Mode == PrefixShared {
+			extra += int(float64(w.PrefixCache.Tokens)*DefaultCharsPerToken) + 1
+		}
+		needOut := false
+		for _, e := range ds.Entries {
+			c.MaxPrompt = max(c.MaxPrompt, int(math.Ceil(float64(len(e.Prompt)+extra)/DefaultCharsPerToken)))
+			switch {
+			case e.OutputLen > 0:
+				c.MaxOutput = max(c.MaxOutput, e.OutputLen)
+			case e.Reply != "":
+				c.MaxOutput = max(c.MaxOutput, int(math.Ceil(float64(len(e.Reply))/DefaultCharsPerToken)))
+			default:
+				needOut = true
+			}
+		}
+		if needOut {
+			mo, ok := distMax(w.OutputTokens)
+			c.MaxOutput, c.Unbounded = max(c.MaxOutput, mo), !ok
 		}
 		return []ClassLengths{c}
 	}

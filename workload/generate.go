@@ -35,6 +35,9 @@ type Generator struct {
 	w   *Workload
 	cal Calibration
 	run uint64 // run key of the salts (SetRunID); 0: none
+	// dsPrompt and dsReply are the dataset's lengths as the engine's tokenizer counted
+	// them (Calibrate); entries past their end use the calibrated ratio.
+	dsPrompt, dsReply []int
 	// unexported state owned by the implementation
 	impl generatorImpl
 }

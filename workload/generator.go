@@ -43,6 +43,16 @@ func newGenerator(w *Workload) (*Generator, error) {
 		if w.Arrival.Format == TraceMooncake && w.Arrival.BlockTokens < 1 {
 			return fail(fmt.Errorf("mooncake trace: block_tokens %d must be >= 1", w.Arrival.BlockTokens))
 		}
+	} else if w.Dataset != nil {
+		// The dataset gives the prompts; output_tokens covers entries without a length.
+		if len(w.Dataset.Entries) == 0 || len(w.Classes) > 0 {
+			return fail(fmt.Errorf("a dataset needs its loaded entries and no classes"))
+		}
+		if w.Dataset.needsOutputTokens() {
+			if im.def.output, err = newSampler(w.OutputTokens); err != nil {
+				return fail(fmt.Errorf("output_tokens: %w", err))
+			}
+		}
 	} else {
 		if im.def.prompt, err = newSampler(w.PromptTokens); err != nil {
 			return fail(fmt.Errorf("prompt_tokens: %w", err))
@@ -127,6 +137,9 @@ func (g *Generator) request(i int, warm bool) Item {
 			it.Prompt = g.prompt(phase, i, rec.Input)
 		}
 		return it
+	}
+	if g.w.Dataset != nil {
+		return g.datasetRequest(phase, i, warm)
 	}
 	cls := &g.impl.def
 	if len(g.impl.classes) > 0 {

@@ -52,6 +52,9 @@ func hashWith(f *File, w *Workload, corpus string) string {
 		SLO:          sloForm(&w.SLO),
 		IgnoreEOS:    w.IgnoreEOS,
 	}
+	if ds := w.Dataset; ds != nil {
+		c.Dataset = &hDataset{ds.Format, ds.SHA256}
+	}
 	for i := range w.Classes {
 		cl := &w.Classes[i]
 		c.Classes = append(c.Classes, hClass{
@@ -74,23 +77,24 @@ func hashWith(f *File, w *Workload, corpus string) string {
 // The canonical form: fixed field order (struct order), durations in nanoseconds, and
 // omitempty so that an absent value and its zero value agree.
 type hWorkload struct {
-	Schema       string   `json:"schema"`
-	Corpus       string   `json:"corpus"`
-	API          string   `json:"api"`
-	Model        string   `json:"model"`
-	Revision     string   `json:"revision,omitempty"`
-	Seed         int64    `json:"seed"`
-	Requests     int      `json:"requests,omitempty"`
-	Duration     int64    `json:"duration_ns,omitempty"`
-	Warmup       int      `json:"warmup_requests,omitempty"`
-	Arrival      hArrival `json:"arrival"`
-	PromptTokens hLen     `json:"prompt_tokens"`
-	OutputTokens hLen     `json:"output_tokens"`
-	PrefixCache  hPrefix  `json:"prefix_cache"`
-	Timeout      int64    `json:"timeout_ns"`
-	SLO          hSLO     `json:"slo"`
-	Classes      []hClass `json:"classes,omitempty"`
-	IgnoreEOS    *bool    `json:"ignore_eos,omitempty"`
+	Schema       string    `json:"schema"`
+	Corpus       string    `json:"corpus"`
+	API          string    `json:"api"`
+	Model        string    `json:"model"`
+	Revision     string    `json:"revision,omitempty"`
+	Seed         int64     `json:"seed"`
+	Requests     int       `json:"requests,omitempty"`
+	Duration     int64     `json:"duration_ns,omitempty"`
+	Warmup       int       `json:"warmup_requests,omitempty"`
+	Arrival      hArrival  `json:"arrival"`
+	PromptTokens hLen      `json:"prompt_tokens"`
+	OutputTokens hLen      `json:"output_tokens"`
+	PrefixCache  hPrefix   `json:"prefix_cache"`
+	Dataset      *hDataset `json:"dataset,omitempty"`
+	Timeout      int64     `json:"timeout_ns"`
+	SLO          hSLO      `json:"slo"`
+	Classes      []hClass  `json:"classes,omitempty"`
+	IgnoreEOS    *bool     `json:"ignore_eos,omitempty"`
 }
 
 type hArrival struct {
@@ -135,6 +139,12 @@ type hLen struct {
 	P50    int    `json:"p50,omitempty"`
 	P95    int    `json:"p95,omitempty"`
 	Values []int  `json:"values,omitempty"`
+}
+
+// hDataset pins a dataset by its format and its file's SHA-256, not its path.
+type hDataset struct {
+	Format string `json:"format"`
+	SHA256 string `json:"sha256"`
 }
 
 type hPrefix struct {

@@ -725,6 +725,7 @@ func (d *decoder) workload(path string, n *yaml.Node) Workload {
 		{"prompt_tokens", func(p string, v *yaml.Node) { w.PromptTokens = d.length(p, v) }},
 		{"output_tokens", func(p string, v *yaml.Node) { w.OutputTokens = d.length(p, v) }},
 		{"prefix_cache", func(p string, v *yaml.Node) { w.PrefixCache = d.prefix(p, v) }},
+		{"dataset", func(p string, v *yaml.Node) { w.Dataset = d.dataset(p, v) }},
 		{"timeout", func(p string, v *yaml.Node) { w.Timeout = d.duration(p, v) }},
 		{"slo", func(p string, v *yaml.Node) { d.slo(p, v, &w.SLO) }},
 		{"classes", func(p string, v *yaml.Node) {

@@ -304,5 +304,8 @@ func (g *Generator) calibrate(ctx context.Context, tok Tokenizer) error {
 			g.w.Name, ratio, chars, tokens, DefaultCharsPerToken)
 	}
 	g.cal = Calibration{Method: "tokenize", CharsPerToken: ratio}
+	if g.w.Dataset != nil {
+		return g.measureDataset(ctx, tok)
+	}
 	return nil
 }

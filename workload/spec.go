@@ -88,9 +88,12 @@ type Workload struct {
 	PromptTokens LengthDist
 	OutputTokens LengthDist
 	PrefixCache  PrefixCache
-	Timeout      time.Duration // per request; default 120s. A timeout is an error.
-	SLO          SLO
-	Classes      []Class // optional mix; when empty the workload is one implicit class
+	// Dataset, when set, gives every request's prompt text (and output length where the
+	// entry has one) from a local file; nil: prompts are cut from the corpus.
+	Dataset *Dataset
+	Timeout time.Duration // per request; default 120s. A timeout is an error.
+	SLO     SLO
+	Classes []Class // optional mix; when empty the workload is one implicit class
 	// IgnoreEOS forces the output length with ignore_eos (and min_tokens); nil means "where
 	// the engine accepts it" (vLLM, SGLang, the simulator).
 	IgnoreEOS *bool
@@ -159,6 +162,32 @@ type Arrival struct {
 	Users     int           // closed: concurrent users
 	Think     time.Duration // closed: think time between a response and the next request
 	ThinkDist string        // closed: "fixed" (default) or "exponential" (mean Think)
+}
+
+// Dataset formats (Dataset.Format).
+const (
+	DatasetShareGPT = "sharegpt" // JSON array of {"conversations": [{"from", "value"}, ...]}
+	DatasetPrompts  = "prompts"  // JSONL of {"prompt": text, "output_len": n (optional)}
+)
+
+// Dataset is a local file of prompts, pinned by its SHA-256.
+type Dataset struct {
+	Format  string
+	File    string // relative to the config file
+	SHA256  string // hex SHA-256 of the file
+	Entries []DatasetEntry
+}
+
+// DatasetEntry is one prompt of a dataset.
+type DatasetEntry struct {
+	Line   int    // line of the file where the entry starts
+	Prompt string // the user's message
+	// Reply is the first answer of a ShareGPT conversation, whose length in tokens is the
+	// output length; "" for prompts.
+	Reply string
+	// OutputLen is the entry's output_len; 0: none (the reply's length, or the
+	// workload's output_tokens).
+	OutputLen int
 }
 
 // Trace formats (Arrival.Format).

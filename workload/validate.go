@@ -331,9 +331,34 @@ func (d *decoder) validateWorkload(p string, w *Workload) {
 			d.errorf(d.keyNode(join(p, "prefix_cache")), "prefix_cache mode %q does not apply to a mooncake trace: its hash_ids decide what is shared", PrefixShared)
 		}
 	}
+	dsp := join(p, "dataset")
+	if w.Dataset != nil && d.ok(dsp) {
+		d.require(dsp, "format", "expected one of "+quoteList(validDatasetFormats))
+		d.require(dsp, "file", "give a local file of prompts")
+		if w.Arrival.HasLengths() {
+			d.errorf(d.keyNode(dsp), "\"dataset\" does not apply to a trace with lengths: the trace gives every request's lengths")
+		}
+		for _, k := range []string{"prompt_tokens", "classes"} {
+			if kp := join(p, k); d.has(kp) {
+				d.errorf(d.keyNode(kp), "%q does not apply to a workload with a dataset: its prompts come from the dataset", k)
+				d.bad[kp] = true
+			}
+		}
+		op := join(p, "output_tokens")
+		if d.ok(join(dsp, "file")) && len(w.Dataset.Entries) > 0 {
+			switch need := w.Dataset.needsOutputTokens(); {
+			case need && !d.has(op):
+				d.errorf(d.nodes[dsp], "missing \"output_tokens\" %s: some entries of the dataset %s have no output_len", where(p), w.Dataset.File)
+			case !need && d.has(op):
+				d.errorf(d.keyNode(op), "\"output_tokens\" does not apply: every entry of the dataset %s has its own output length", w.Dataset.File)
+			case need:
+				d.validateLength(op)
+			}
+		}
+	}
 	// Lengths are needed for the workload unless every class brings its own.
 	for _, k := range []string{"prompt_tokens", "output_tokens"} {
-		if w.Arrival.HasLengths() {
+		if w.Arrival.HasLengths() || w.Dataset != nil {
 			break
 		}
 		lp := join(p, k)

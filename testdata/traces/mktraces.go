@@ -13,10 +13,15 @@
 //   - azure.csv: the Azure LLM inference trace, TIMESTAMP, ContextTokens, GeneratedTokens.
 //   - burstgpt.csv: BurstGPT, Timestamp, Model, Request tokens, Response tokens, Total
 //     tokens, Log Type (with a few failed requests of 0 response tokens).
-//   - bad_mooncake.jsonl, bad_azure.csv: malformed lines and an unknown header.
+//   - sharegpt.json: ShareGPT-style conversations, [{"id", "conversations": [{"from",
+//     "value"}, ...]}], a few with a single turn (skipped, as vLLM's benchmark does).
+//   - prompts.jsonl: {"prompt": text, "output_len": n}, output_len left out on some lines.
+//   - bad_mooncake.jsonl, bad_azure.csv, bad_prompts.jsonl: malformed lines and an
+//     unknown header.
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -41,6 +46,12 @@ func main() {
 {"timestamp": 120, "input_length": 900, "output_length": 20, "hash_ids": [0, 2]}
 {"timestamp": 250, "input_length": "many", "output_length": 20, "hash_ids": [3]}
 {"timestamp": 300, "input_length": 100, "output_length": 20, "hash_ids": [4]
+`)
+	write(dir, "sharegpt.json", sharegpt(r))
+	write(dir, "prompts.jsonl", prompts(r))
+	write(dir, "bad_prompts.jsonl", `{"prompt": "Explain the rainbow.", "output_len": 40}
+{"prompt": "What bends light?", "output_len": "long"}
+{"output_len": 12}
 `)
 	write(dir, "bad_azure.csv", "TIMESTAMP,ContextTokens,GeneratedTokens,Prompt\n2023-11-16 18:15:46.6805900,374,44,hello\n")
 }
@@ -138,6 +149,78 @@ func burstgpt(r *rand.Rand) string {
 		}
 		fmt.Fprintf(&b, "%d,%s,%d,%d,%d,%s\n", int64(ts), model, in, out, in+out, logType)
 		ts += r.ExpFloat64() * 0.4
+	}
+	return b.String()
+}
+
+var words = strings.Fields(`light ray prism colour refraction lens glass sun eye image
+	red violet green blue yellow angle experiment reflection white beam shadow mirror
+	water crystal spectrum theory motion body medium figure line point circle edge
+	the a of and to in is that it for with as on by this which be are from or`)
+
+func sentence(r *rand.Rand, n int) string {
+	ws := make([]string, n)
+	for i := range ws {
+		ws[i] = words[r.IntN(len(words))]
+	}
+	return strings.ToUpper(ws[0][:1]) + strings.Join(ws, " ")[1:] + "."
+}
+
+func text(r *rand.Rand, words int) string {
+	var parts []string
+	for words > 0 {
+		n := min(words, 6+r.IntN(12))
+		parts = append(parts, sentence(r, n))
+		words -= n
+	}
+	return strings.Join(parts, " ")
+}
+
+func sharegpt(r *rand.Rand) string {
+	type msg struct {
+		From  string `json:"from"`
+		Value string `json:"value"`
+	}
+	type conv struct {
+		ID            string `json:"id"`
+		Conversations []msg  `json:"conversations"`
+	}
+	var out []conv
+	for i := range 200 {
+		c := conv{ID: fmt.Sprintf("conv-%03d", i)}
+		turns := 2 + 2*r.IntN(3)
+		if i%40 == 39 {
+			turns = 1
+		}
+		for t := range turns {
+			from, n := "human", 10+int(r.ExpFloat64()*120)
+			if t%2 == 1 {
+				from, n = "gpt", 20+int(r.ExpFloat64()*150)
+			}
+			c.Conversations = append(c.Conversations, msg{from, text(r, min(n, 1200))})
+		}
+		out = append(out, c)
+	}
+	b, err := json.MarshalIndent(out, "", " ")
+	if err != nil {
+		panic(err)
+	}
+	return string(b) + "\n"
+}
+
+func prompts(r *rand.Rand) string {
+	var b strings.Builder
+	for i := range 300 {
+		line := map[string]any{"prompt": text(r, 10+int(r.ExpFloat64()*200))}
+		if i%5 != 4 {
+			line["output_len"] = 8 + r.IntN(200)
+		}
+		j, err := json.Marshal(line)
+		if err != nil {
+			panic(err)
+		}
+		b.Write(j)
+		b.WriteByte('\n')
 	}
 	return b.String()
 }
