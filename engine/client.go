@@ -317,7 +317,7 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, contentType str
 	if lr == nil {
 		lr = new(lineReader)
 	}
-	lr.reset(body, c.maxLine, c.maxBody, c.epoch)
+	lr.reset(body, c.maxLine, c.maxBody)
 	defer func() {
 		lr.r = nil
 		if cap(lr.buf) <= 64<<10 { // never keep a buffer a huge line grew
@@ -337,7 +337,7 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, contentType str
 		}
 	}()
 	for {
-		line, at, err := lr.next()
+		line, err := lr.next()
 		if err != nil {
 			switch {
 			case err == io.EOF && finished:
@@ -388,6 +388,14 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, contentType str
 			withChoices++
 		}
 		if ck.content {
+			// Each event is stamped as it is parsed, not once per read: events that one
+			// read delivered together get the times the client saw each of them. Two
+			// events are never stamped alike, so a gap is never zero; where the clock
+			// reads the same twice, the later is a nanosecond on.
+			at := c.now()
+			if res.Chunks > 0 && at <= res.Last {
+				at = res.Last + 1
+			}
 			if res.Chunks == 0 {
 				res.First = at
 			} else {

@@ -483,6 +483,34 @@ func TestStreamGaps(t *testing.T) {
 	}
 }
 
+// TestStreamGapsCoalesced: a server that writes ten events in one write (as one read
+// delivers them to a client that woke late) gets ten distinct timestamps, each taken as
+// its event is parsed: no gap is zero, none is long. A client that stamped each read
+// would record nine zero gaps.
+func TestStreamGapsCoalesced(t *testing.T) {
+	const n = 10
+	srv := newServer(t, func(rw http.ResponseWriter, r *http.Request) {
+		rw.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(rw, strings.Repeat(tok+"\n\n", n)+finish+"\n\ndata: [DONE]\n\n")
+	})
+	res := stream(t, NewClient(ClientOptions{BaseURL: srv.URL}), plainReq)
+	if !res.OK() || res.Chunks != n || len(res.Gaps) != n-1 {
+		t.Fatalf("reason %q, chunks %d, gaps %d", res.ErrReason, res.Chunks, len(res.Gaps))
+	}
+	checkTimes(t, res)
+	var sum time.Duration
+	for i, g := range res.Gaps {
+		if g <= 0 {
+			t.Errorf("gap %d is %v for events parsed apart (gaps %v)", i, g, res.Gaps)
+		}
+		sum += g
+	}
+	// Parsing nine events takes microseconds; a second allows any stall of the machine.
+	if sum > time.Second || res.Last-res.First != sum {
+		t.Errorf("gaps sum to %v, last-first %v (gaps %v)", sum, res.Last-res.First, res.Gaps)
+	}
+}
+
 func TestStreamAPIKey(t *testing.T) {
 	const key = "sk-test-0123456789SECRET"
 	var gotAuth []string

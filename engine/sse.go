@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"strconv"
-	"time"
 )
 
 // This file holds the two hot loops of a run: splitting a response body into SSE lines
@@ -560,8 +559,8 @@ func (s *scanner) count() (int, bool) {
 
 // lineReader splits a body into lines with a buffer that grows only up to the line
 // cap, so a hostile endless line costs at most maxLine bytes before the read stops. It
-// also timestamps each read: lines that arrived together share the time they arrived,
-// which is the honest inter-chunk gap for chunks the network coalesced.
+// takes no timestamps: one read may deliver many events (the reader woke late, or the
+// server wrote them together), so the client stamps each event as it parses it.
 type lineReader struct {
 	r       io.Reader
 	buf     []byte
@@ -571,40 +570,37 @@ type lineReader struct {
 	total   int64
 	maxLine int
 	maxBody int64
-	err     error         // sticky read error, returned once the buffer is drained
-	at      time.Duration // when the read that delivered the buffered data returned
-	epoch   time.Time
+	err     error // sticky read error, returned once the buffer is drained
 }
 
 const initialLineBuf = 16 << 10
 
-func (lr *lineReader) reset(r io.Reader, maxLine int, maxBody int64, epoch time.Time) {
+func (lr *lineReader) reset(r io.Reader, maxLine int, maxBody int64) {
 	if cap(lr.buf) < initialLineBuf {
 		lr.buf = make([]byte, initialLineBuf)
 	}
-	*lr = lineReader{r: r, buf: lr.buf[:cap(lr.buf)], maxLine: maxLine, maxBody: maxBody, epoch: epoch}
+	*lr = lineReader{r: r, buf: lr.buf[:cap(lr.buf)], maxLine: maxLine, maxBody: maxBody}
 }
 
 // next returns the next line without its terminator ("\n" or "\r\n"), valid until the
-// following call, and the time its last byte arrived. A final line without a newline
-// is returned before io.EOF.
-func (lr *lineReader) next() ([]byte, time.Duration, error) {
+// following call. A final line without a newline is returned before io.EOF.
+func (lr *lineReader) next() ([]byte, error) {
 	for {
 		if i := bytes.IndexByte(lr.buf[lr.scan:lr.end], '\n'); i >= 0 {
 			nl := lr.scan + i
 			line := lr.buf[lr.start:nl]
 			lr.start, lr.scan = nl+1, nl+1
 			if len(line) > lr.maxLine {
-				return nil, lr.at, errTooLarge
+				return nil, errTooLarge
 			}
 			if n := len(line); n > 0 && line[n-1] == '\r' {
 				line = line[:n-1]
 			}
-			return line, lr.at, nil
+			return line, nil
 		}
 		lr.scan = lr.end
 		if lr.end-lr.start > lr.maxLine {
-			return nil, lr.at, errTooLarge
+			return nil, errTooLarge
 		}
 		if lr.err != nil {
 			// A last line without a newline counts only at a clean end; after a
@@ -615,9 +611,9 @@ func (lr *lineReader) next() ([]byte, time.Duration, error) {
 				if n := len(line); line[n-1] == '\r' {
 					line = line[:n-1]
 				}
-				return line, lr.at, nil
+				return line, nil
 			}
-			return nil, lr.at, lr.err
+			return nil, lr.err
 		}
 		if lr.start == lr.end {
 			lr.start, lr.scan, lr.end = 0, 0, 0
@@ -641,7 +637,6 @@ func (lr *lineReader) next() ([]byte, time.Duration, error) {
 		}
 		n, err := lr.r.Read(lr.buf[lr.end:])
 		if n > 0 {
-			lr.at = time.Since(lr.epoch)
 			lr.total += int64(n)
 			if over := lr.total - lr.maxBody; over > 0 {
 				// Keep the lines within the cap, then stop reading.

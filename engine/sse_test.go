@@ -13,7 +13,6 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
-	"time"
 )
 
 func TestParseChunk(t *testing.T) {
@@ -275,12 +274,12 @@ func TestLineReader(t *testing.T) {
 					r = iotest.OneByteReader(r)
 				}
 				var lr lineReader
-				lr.reset(r, tc.maxLine, tc.maxBody, time.Now())
+				lr.reset(r, tc.maxLine, tc.maxBody)
 				var got []string
 				var err error
 				for {
 					var line []byte
-					if line, _, err = lr.next(); err != nil {
+					if line, err = lr.next(); err != nil {
 						break
 					}
 					got = append(got, string(line))
@@ -311,14 +310,14 @@ func TestLineReaderGrowsAndCompacts(t *testing.T) {
 		in.WriteString(line + "\n")
 	}
 	var lr lineReader
-	lr.reset(bufio.NewReaderSize(strings.NewReader(in.String()), 4096), 4*initialLineBuf, 1<<30, time.Now())
+	lr.reset(bufio.NewReaderSize(strings.NewReader(in.String()), 4096), 4*initialLineBuf, 1<<30)
 	for i, w := range want {
-		line, _, err := lr.next()
+		line, err := lr.next()
 		if err != nil || string(line) != w {
 			t.Fatalf("line %d: %d bytes, error %v; want %d bytes", i, len(line), err, len(w))
 		}
 	}
-	if _, _, err := lr.next(); err != io.EOF {
+	if _, err := lr.next(); err != io.EOF {
 		t.Fatalf("after the last line: %v, want EOF", err)
 	}
 	if cap(lr.buf) > 8*initialLineBuf {

@@ -571,3 +571,31 @@ func TestStopsWhenTheEngineIsGone(t *testing.T) {
 		t.Errorf("%d served, %d refused, %d measured", ok, refused, len(out.Measured))
 	}
 }
+
+// subMicroStreamer reports events parsed less than a microsecond apart, as when one read
+// delivers several.
+type subMicroStreamer struct{ epoch time.Time }
+
+func (s subMicroStreamer) Stream(ctx context.Context, req *engine.Request, res *engine.Result) {
+	res.Send = time.Since(s.epoch)
+	res.First = res.Send + time.Millisecond
+	res.Gaps = append(res.Gaps, 300*time.Nanosecond, 1500*time.Nanosecond)
+	res.Chunks = 3
+	res.Last = res.First + 1800*time.Nanosecond
+	res.End = res.Last
+	res.OutputTokens, res.PromptTokens, res.UsageReported = 3, 10, true
+	res.FinishReason = "length"
+}
+
+// TestRecordGapsNeverZero: a gap the client measured is never written as 0 µs (rounded
+// up to whole microseconds), so that events parsed apart never read as arriving at once.
+func TestRecordGapsNeverZero(t *testing.T) {
+	epoch := time.Now()
+	src := &fakeSource{arrivals: constant(1000, 5)}
+	out := run(t, baseConfig(subMicroStreamer{epoch}, src, epoch))
+	for _, q := range out.Measured {
+		if len(q.ITLUS) != 2 || q.ITLUS[0] != 1 || q.ITLUS[1] != 2 {
+			t.Errorf("request %d: itl_us %v for gaps of 300 ns and 1.5 µs, want [1 2]", q.I, q.ITLUS)
+		}
+	}
+}

@@ -148,7 +148,7 @@ func (r *runner) do(ph *phase, i int, item workload.Item, sched time.Duration, o
 	if len(res.Gaps) > 0 {
 		itl := make([]int64, len(res.Gaps))
 		for k, g := range res.Gaps {
-			itl[k] = g.Microseconds()
+			itl[k] = ceilUS(g) // a gap under a microsecond is not recorded as none
 		}
 		out.ITLUS = itl
 	}
