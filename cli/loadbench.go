@@ -14,7 +14,7 @@ import (
 	"github.com/slogate/slogate/loadgen/bench"
 )
 
-const loadbenchUsage = `slogate loadbench [--quick] [--server-procs N] [--client-procs N]
+const loadbenchUsage = `slogate loadbench [--quick | --points LIST] [--server-procs N] [--client-procs N]
 
 Measures this machine's load generator: walks a ladder of open-loop rates (500 to 5,000
 req/s × 16 tokens, 200 to 2,000 req/s × 128 tokens) and closed-loop stream counts (1,000
@@ -25,15 +25,27 @@ client's goroutine lateness, client and server CPU, bytes per open stream and wh
 client still measured what the engine did (no error; for rates TTFT p99 from the scheduled
 time within 1.5× the injected TTFT and ITL p50 within 10% of the injected ITL; for streams
 TPOT and ITL p50 within 10% and ITL p99 within 1.5× the injected ITL). Run it on a quiet
-machine: it measures the machine. --quick runs a short ladder (a smoke test).`
+machine: it measures the machine. --quick runs a short ladder (a smoke test); --points
+runs the points listed, e.g. --points 1000x128,streams:2000x400 (RATExTOKENS for 5 s, or
+streams:NxTOKENS).`
 
 func (a *app) cmdLoadbench(ctx context.Context, args []string) int {
 	fs := a.flagSet("loadbench", loadbenchUsage)
 	quick := fs.Bool("quick", false, "a short ladder of small points")
+	pointList := fs.String("points", "", "the points to run instead of the ladder: RATExTOKENS or streams:NxTOKENS, comma-separated")
 	serverProcs := fs.Int("server-procs", 0, "GOMAXPROCS of the engine processes (0: the Go default)")
 	clientProcs := fs.Int("client-procs", 0, "GOMAXPROCS of this client (0: the Go default)")
 	if code, ok := a.parse(fs, args); !ok {
 		return code
+	}
+	var points []bench.Point
+	if *pointList != "" {
+		ps, err := bench.ParsePoints(*pointList)
+		if err != nil {
+			a.errorf("loadbench: --points: %v", err)
+			return ExitBadInput
+		}
+		points = ps
 	}
 	if *clientProcs > 0 {
 		defer setMaxProcs(*clientProcs)()
@@ -53,6 +65,9 @@ func (a *app) cmdLoadbench(ctx context.Context, args []string) int {
 	o := bench.Options{Open: open, Streams: streams, Points: bench.DefaultPoints(), Log: a.stderr}
 	if *quick {
 		o.Points = []bench.Point{{Rate: 200, Tokens: 16, Duration: 2 * time.Second}, {Streams: 200, Tokens: 40}}
+	}
+	if points != nil {
+		o.Points = points
 	}
 	rs := bench.Run(ctx, o)
 	bench.Table(a.stdout, o, rs)

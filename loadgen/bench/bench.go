@@ -10,6 +10,7 @@ import (
 	"io"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -294,4 +295,27 @@ func Table(w io.Writer, o Options, rs []Result) {
 	}
 	slices.Sort(lines)
 	fmt.Fprintln(w, strings.Join(lines, "\n"))
+}
+
+// ParsePoints reads a ladder written as comma-separated points: RATExTOKENS for an open
+// loop of 5 s ("1000x128"), streams:NxTOKENS for a closed loop of N streams
+// ("streams:2000x400").
+func ParsePoints(s string) ([]Point, error) {
+	var ps []Point
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		spec, closed := strings.CutPrefix(f, "streams:")
+		a, b, ok := strings.Cut(spec, "x")
+		n, err1 := strconv.ParseFloat(a, 64)
+		tok, err2 := strconv.Atoi(b)
+		if !ok || err1 != nil || err2 != nil || n <= 0 || tok <= 0 || (closed && n != float64(int(n))) {
+			return nil, fmt.Errorf("point %q: want RATExTOKENS (1000x128) or streams:NxTOKENS (streams:2000x400), positive numbers", f)
+		}
+		if closed {
+			ps = append(ps, Point{Streams: int(n), Tokens: tok})
+		} else {
+			ps = append(ps, Point{Rate: n, Tokens: tok, Duration: 5 * time.Second})
+		}
+	}
+	return ps, nil
 }

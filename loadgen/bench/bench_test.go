@@ -73,3 +73,15 @@ func TestJudge(t *testing.T) {
 		t.Errorf("stream ITL p99 over 1.5×: %v %q", a, why)
 	}
 }
+
+func TestParsePoints(t *testing.T) {
+	ps, err := ParsePoints("1000x128, streams:2000x400")
+	if err != nil || len(ps) != 2 || ps[0] != (Point{Rate: 1000, Tokens: 128, Duration: 5 * time.Second}) || ps[1] != (Point{Streams: 2000, Tokens: 400}) {
+		t.Fatalf("got %+v, %v", ps, err)
+	}
+	for _, bad := range []string{"", "1000", "x128", "0x16", "1000x0", "streams:1.5x4", "streams:-2x4", "1000x12.5"} {
+		if _, err := ParsePoints(bad); err == nil || !strings.Contains(err.Error(), "RATExTOKENS") {
+			t.Errorf("%q: error %v", bad, err)
+		}
+	}
+}
