@@ -54,10 +54,6 @@ func (a *app) cmdCI(ctx context.Context, args []string) int {
 	}
 	c := &ci{app: a, act: githubactions.New(githubactions.WithGetenv(a.getenv), githubactions.WithWriter(a.stdout))}
 	in, err := ghaction.ReadInputs(c.act)
-	if err != nil {
-		a.errorf("%v", err)
-		return ExitBadInput
-	}
 	c.in = in
 	wd := in.WorkingDirectory
 	if wd == "" {
@@ -69,8 +65,18 @@ func (a *app) cmdCI(ctx context.Context, args []string) int {
 	}
 	c.outDir = filepath.Join(wd, "slogate-out")
 	c.out.ResultsDir = c.outDir
+	// On bad input the outputs still say so (verdict error), and results-dir is set so
+	// that the documented artifact upload finds its path.
+	if err != nil {
+		a.errorf("%v", err)
+		c.out.Verdict = "error"
+		c.setOutputs()
+		return ExitBadInput
+	}
 	if c.gh, err = ghaction.LoadContext(a.getenv, os.ReadFile); err != nil {
 		a.errorf("%v", err)
+		c.out.Verdict = "error"
+		c.setOutputs()
 		return ExitBadInput
 	}
 	// A self-hosted GPU runner must not run a stranger's code by default: refuse before
@@ -209,8 +215,11 @@ func (c *ci) gateRecords(ctx context.Context, recs []*result.Record, code int) i
 	c.setOutputs()
 
 	post, create := ghaction.StickyPlan(c.in.CommentMode, res.Verdict == gate.Pass)
-	if post && c.gh.IsPullRequest() && c.in.Token != "" {
-		if code := c.comment(ctx, marker, md, create); code != ExitOK {
+	switch {
+	case post && c.gh.IsPullRequest() && c.in.Token == "":
+		fmt.Fprintf(c.stderr, "slogate: github-token is empty: no pull request comment posted (the job summary and %s carry the result)\n", c.outDir)
+	case post && c.gh.IsPullRequest():
+		if code := c.comment(ctx, marker, md, create); code != ExitOK && c.in.FailOn != "never" {
 			return code
 		}
 		c.setOutputs()
@@ -314,10 +323,10 @@ func (c *ci) meta(ctx context.Context, marker string, res *gate.Result) *report.
 func (c *ci) comment(ctx context.Context, marker, md string, create bool) int {
 	pub, err := ghaction.NewPublisher(c.in.Token, c.gh.APIURL, nil)
 	if err != nil {
-		c.errorf("github: %v", err)
-		return ExitFailure
+		return c.commentFailed(err)
 	}
 	pub.Owner, pub.Repo = c.gh.Owner, c.gh.Repo
+	pub.Author = c.in.CommentAuthor
 	var url string
 	if create {
 		url, _, err = pub.Upsert(ctx, c.gh.PRNumber, marker, md)
@@ -335,9 +344,21 @@ func (c *ci) comment(ctx context.Context, marker, md string, create bool) int {
 	case ghaction.IsWarning(err):
 		c.act.Warningf("%s", err.Error()+" (the job summary and slogate-out/ carry the result)")
 	default:
-		c.errorf("posting the pull request comment: %v (the job summary and %s carry the result)", err, c.outDir)
+		return c.commentFailed(err)
+	}
+	return ExitOK
+}
+
+// commentFailed reports a comment that could not be posted. The verdict was reached and
+// written before any call to GitHub: a warning, and the verdict decides the step, unless
+// the workflow made the comment required (fail-on-comment-error).
+func (c *ci) commentFailed(err error) int {
+	msg := fmt.Sprintf("posting the pull request comment: %v (the job summary and %s carry the result)", err, c.outDir)
+	if c.in.CommentRequired {
+		c.errorf("%s", msg)
 		return ExitFailure
 	}
+	c.act.Warningf("%s", msg)
 	return ExitOK
 }
 
@@ -432,10 +453,10 @@ func (c *ci) modeBaseline(ctx context.Context) int {
 	}
 	pub, err := ghaction.NewPublisher(c.in.Token, c.gh.APIURL, nil)
 	if err != nil {
-		c.errorf("github: %v", err)
-		return ExitFailure
+		return c.commentFailed(err)
 	}
 	pub.Owner, pub.Repo = c.gh.Owner, c.gh.Repo
+	pub.Author = c.in.CommentAuthor
 	base := c.getenv("SLOGATE_BASELINE_BASE")
 	if base == "" {
 		base = "main"

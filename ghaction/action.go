@@ -32,6 +32,12 @@ type Inputs struct {
 	// split over several runners; Shards is the directory of shard records that mode
 	// merge merges and gates.
 	Shard, StartAt, Shards string
+	// CommentAuthor is the login whose comment is the sticky one, for a token whose
+	// identity the API does not give (comment-author; "" finds it from the token).
+	CommentAuthor string
+	// CommentRequired makes a failure to post the comment fail the step
+	// (fail-on-comment-error); otherwise it is a warning and the verdict decides.
+	CommentRequired bool
 }
 
 // Valid values of the enumerated inputs, in the order the errors list them.
@@ -66,6 +72,7 @@ func ReadInputs(a *githubactions.Action) (Inputs, error) {
 		Shard:            a.GetInput("shard"),
 		StartAt:          a.GetInput("start-at"),
 		Shards:           a.GetInput("shards"),
+		CommentAuthor:    a.GetInput("comment-author"),
 	}
 	if in.Config == "" {
 		in.Config = "slogate.yaml"
@@ -92,6 +99,9 @@ func ReadInputs(a *githubactions.Action) (Inputs, error) {
 	}
 	in.Comment = in.CommentMode != CommentNever
 	if in.AllowForkPRs, err = boolInput(a, "allow-fork-prs", false); err != nil {
+		errs = append(errs, err)
+	}
+	if in.CommentRequired, err = boolInput(a, "fail-on-comment-error", false); err != nil {
 		errs = append(errs, err)
 	}
 	return in, errors.Join(errs...)

@@ -59,6 +59,7 @@ type fakeGitHub struct {
 	calls    []apiCall
 	faults   map[string][]fault // "METHOD path" → answers to give before the real one
 	login    string             // GET /user; "" answers 403 as for the workflow's GITHUB_TOKEN
+	app      string             // GraphQL viewer login of an App installation token ("" answers 403)
 	readOnly bool               // every write answers 403 as on a fork's pull request
 	prGone   bool               // the pull request answers 404
 	comments []fakeComment
@@ -141,6 +142,9 @@ func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
 	defer f.mu.Unlock()
 
 	path, ok := strings.CutPrefix(r.URL.EscapedPath(), fakePrefix)
+	if r.URL.Path == "/api/graphql" {
+		path, ok = "graphql", true // GitHub Enterprise Server's GraphQL endpoint
+	}
 	if !ok {
 		f.t.Errorf("%s %s: not under %s (base URL lost its path)", r.Method, r.URL.Path, fakePrefix)
 		http.Error(w, "bad prefix", http.StatusNotFound)
@@ -153,7 +157,9 @@ func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
 			f.t.Errorf("%s %s: body is not JSON: %v: %q", r.Method, path, err, raw)
 		}
 	}
-	f.calls = append(f.calls, c)
+	if path != "graphql" { // the identity probe is checked by its own test, not in every call list
+		f.calls = append(f.calls, c)
+	}
 	if got := r.Header.Get("Authorization"); got != "Bearer "+fakeToken {
 		f.t.Errorf("%s %s: Authorization %q", r.Method, path, got)
 		writeJSON(w, http.StatusUnauthorized, map[string]any{"message": "Bad credentials"})
@@ -201,6 +207,14 @@ func (f *fakeGitHub) route(w http.ResponseWriter, method, path string, q url.Val
 	}
 
 	switch {
+	case method == "POST" && path == "graphql":
+		// An App installation token: GET /user refuses it, GraphQL's viewer names it.
+		if f.app == "" {
+			writeJSON(w, http.StatusForbidden, notAllowed)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"data": map[string]any{"viewer": map[string]any{"login": f.app}}})
+
 	case method == "GET" && path == "user":
 		if f.login == "" {
 			writeJSON(w, http.StatusForbidden, notAllowed)
@@ -319,6 +333,9 @@ func (f *fakeGitHub) route(w http.ResponseWriter, method, path string, q url.Val
 
 // identity is who the fake thinks the token is, for authoring comments.
 func (f *fakeGitHub) identity() string {
+	if f.login == "" && f.app != "" {
+		return f.app
+	}
 	if f.login == "" {
 		return "github-actions[bot]"
 	}

@@ -244,9 +244,43 @@ func (p *Publisher) identity(ctx context.Context) (string, error) {
 		return "", errors.New("finding the token's identity (GET /user): the answer has no login")
 	case errors.As(err, &er) && er.Response != nil && er.Response.StatusCode == http.StatusForbidden &&
 		er.Response.Header.Get("Retry-After") == "":
-		p.login = actionsBot
+		// An installation token (the workflow's GITHUB_TOKEN, a GitHub App's) cannot
+		// read /user; GraphQL's viewer names the bot it acts as. Where that fails too,
+		// the workflow's token is assumed: set comment-author for any other identity.
+		if login := p.viewerLogin(ctx); login != "" {
+			p.login = login
+		} else {
+			p.login = actionsBot
+		}
 	default:
 		return "", err
 	}
 	return p.login, nil
+}
+
+// viewerLogin asks GraphQL for the token's login; "" when it cannot tell.
+func (p *Publisher) viewerLogin(ctx context.Context) string {
+	u := *p.Client.BaseURL
+	// GraphQL lives at /graphql on api.github.com and at /api/graphql on GitHub
+	// Enterprise Server, whose REST base is /api/v3/.
+	if strings.HasSuffix(u.Path, "/api/v3/") {
+		u.Path = strings.TrimSuffix(u.Path, "v3/") + "graphql"
+	} else {
+		u.Path += "graphql"
+	}
+	req, err := p.Client.NewRequest(http.MethodPost, u.String(), map[string]string{"query": "query { viewer { login } }"})
+	if err != nil {
+		return ""
+	}
+	var out struct {
+		Data struct {
+			Viewer struct {
+				Login string `json:"login"`
+			} `json:"viewer"`
+		} `json:"data"`
+	}
+	if _, err := p.Client.Do(ctx, req, &out); err != nil {
+		return ""
+	}
+	return out.Data.Viewer.Login
 }
