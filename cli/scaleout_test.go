@@ -117,8 +117,8 @@ func TestSynchronizedShardsMergeToOneRun(t *testing.T) {
 			scraped++
 		}
 	}
-	if scraped != 1 || m.Summary.Running == nil || len(m.Series.Engine) == 0 {
-		t.Errorf("engine gauges: %d shards scraped, running %v, series %d", scraped, m.Summary.Running, len(m.Series.Engine))
+	if scraped != 1 || m.Summary.Running == nil || len(m.Series.Engine) == 0 || m.Summary.PrefixCache == nil {
+		t.Errorf("engine gauges: %d shards scraped, running %v, series %d, prefix cache %v", scraped, m.Summary.Running, len(m.Series.Engine), m.Summary.PrefixCache)
 	}
 	if m.Summary.KVConcurrency == nil || m.Summary.LittleLaw == nil || len(m.Series.InFlight) == 0 {
 		t.Fatalf("merged summary lacks kv_concurrency %v, little_law %v or the in-flight series (%d)", m.Summary.KVConcurrency, m.Summary.LittleLaw, len(m.Series.InFlight))

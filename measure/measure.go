@@ -549,7 +549,8 @@ func (r *Runner) run(ctx context.Context, f *workload.File, w *workload.Workload
 	}
 	KVConcurrency(rec, f, t)
 	rec.Summary.LittleLaw = LittleLaw(rec)
-	if rec.PrefixCache.Mode == result.PrefixCold && rec.Summary.PrefixCache == nil {
+	scrapedElsewhere := tr.ShardN > 0 && tr.ShardI != ScrapingShard
+	if rec.PrefixCache.Mode == result.PrefixCold && rec.Summary.PrefixCache == nil && !scrapedElsewhere {
 		rec.Notes = append(rec.Notes, "prefix-cache hits not measured: the engine reports no prefix-cache figures, so nothing shows whether this cold run met a warm cache")
 	}
 	if why := rec.WarmCold(); why != "" {

@@ -275,7 +275,8 @@ func shards2recs(shards []shard) []*Record {
 // scrapedEngine reports whether r holds the engine's scraped metrics.
 func scrapedEngine(r *Record) bool {
 	s := r.Summary
-	return len(r.Series.Engine) > 0 || s.QueueDepth != nil || s.KVUsage != nil || s.Running != nil || s.Preemptions != nil || s.PrefixCacheHitRate != nil
+	return len(r.Series.Engine) > 0 || s.QueueDepth != nil || s.KVUsage != nil || s.Running != nil || s.Preemptions != nil ||
+		s.PrefixCacheHitRate != nil || s.PrefixCache != nil || s.EngineTokens != nil
 }
 
 // copyEngineSummary copies the summary figures that come from the engine's metrics
@@ -283,6 +284,7 @@ func scrapedEngine(r *Record) bool {
 func copyEngineSummary(dst, src *Summary) {
 	dst.QueueDepth, dst.KVUsage, dst.Running = src.QueueDepth, src.KVUsage, src.Running
 	dst.Preemptions, dst.PrefixCacheHitRate = src.Preemptions, src.PrefixCacheHitRate
+	dst.PrefixCache, dst.EngineTokens = src.PrefixCache, src.EngineTokens
 }
 
 // sumSeries adds the shards' client in-flight series: each is a step function (its
