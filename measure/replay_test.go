@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -152,5 +153,96 @@ workloads:
 	}
 	if len(rec.Requests) != 30 {
 		t.Fatalf("%d requests in the record", len(rec.Requests))
+	}
+}
+
+// ragExpected is the hit rate a rag pool implies, by Monte Carlo over many runs of n
+// requests drawing k distinct documents of docTokens from d with weights 1/(j+1)^s,
+// sorted: request r hits the longest run of leading documents an earlier request sent.
+// It returns the mean and the standard deviation of one run's rate.
+func ragExpected(n, d, k, docTokens, promptTokens int, s float64) (mean, sd float64) {
+	r := rand.New(rand.NewPCG(11, 12))
+	w := make([]float64, d)
+	for j := range w {
+		w[j] = math.Pow(float64(j+1), -s)
+	}
+	const reps = 400
+	var sum, sum2 float64
+	for range reps {
+		seen := map[string]bool{}
+		hits := 0
+		for range n {
+			var docs []int
+			for len(docs) < k {
+				x := r.Float64()
+				total := 0.0
+				for _, v := range w {
+					total += v
+				}
+				x *= total
+				j := 0
+				for j < d-1 && x >= w[j] {
+					x -= w[j]
+					j++
+				}
+				if !slices.Contains(docs, j) {
+					docs = append(docs, j)
+				}
+			}
+			slices.Sort(docs)
+			m := 0
+			for m < k && seen[fmt.Sprint(docs[:m+1])] {
+				m++
+			}
+			for j := range docs {
+				seen[fmt.Sprint(docs[:j+1])] = true
+			}
+			hits += m * docTokens
+		}
+		rate := float64(hits) / float64(n*promptTokens)
+		sum += rate
+		sum2 += rate * rate
+	}
+	mean = sum / reps
+	return mean, math.Sqrt(math.Max(sum2/reps-mean*mean, 0))
+}
+
+// A rag pool lands the hit rate where its popularity puts it: between cold and fully
+// shared, at what the draws imply.
+func TestRAGHitRate(t *testing.T) {
+	const n, d, k, docTokens, prompt = 80, 10, 2, 128, 300
+	srv, err := sim.Start(context.Background(), sim.Options{Seed: 1, Faults: sim.Faults{KVBlocks: 2048}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	for _, s := range []float64{1.2, 0} {
+		cfg := fmt.Sprintf(`version: 1
+target: {api: completions, engine: auto}
+model: {name: sim-tiny}
+workloads:
+  - name: rag
+    requests: %d
+    arrival: {process: constant, rate: 40}
+    prompt_tokens: %d
+    output_tokens: 2
+    prefix_cache: {mode: rag, documents: %d, docs_per_request: %d, doc_tokens: %d, zipf: %v}
+    max_dispatch_lag: 1s
+    timeout: 20s
+`, n, prompt, d, k, docTokens, s)
+		rec := runOnce(t, testRunner(nil), cfg, srv.URL)
+		pc := rec.Summary.PrefixCache
+		mean, sd := ragExpected(n, d, k, docTokens, prompt, s)
+		tol := math.Max(0.03, 3*sd)
+		t.Logf("zipf %v: %.0f of %.0f prompt tokens hit (%.1f%%); the pool implies %.1f%% ± %.1f (sd of one run)", s, pc.Hits, pc.Queries, 100*pc.HitRate, 100*mean, 100*sd)
+		if full := float64(k*docTokens) / prompt; mean < 0.1 || mean > full-0.05 {
+			t.Fatalf("the pool implies %.2f, too near cold (0) or fully shared (%.2f) to test", mean, full)
+		}
+		if math.Abs(pc.HitRate-mean) > tol {
+			t.Errorf("zipf %v: hit rate %.3f, the pool implies %.3f (tolerance %.3f)", s, pc.HitRate, mean, tol)
+		}
+		if rec.PrefixCache.Mode != result.PrefixShared || gate.Unfit(rec) != "" {
+			t.Errorf("rag run: mode %q, unfit %q", rec.PrefixCache.Mode, gate.Unfit(rec))
+		}
 	}
 }

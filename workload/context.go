@@ -30,6 +30,9 @@ func MaxLengths(w *Workload) []ClassLengths {
 		if w.PrefixCache.Mode == PrefixShared {
 			mp = max(mp, w.PrefixCache.Tokens)
 		}
+		if pc := w.PrefixCache; pc.Mode == PrefixRAG {
+			mp = max(mp, pc.DocsPerRequest*pc.DocTokens+(runSaltLen+saltLen)/int(DefaultCharsPerToken)+1)
+		}
 		return ClassLengths{Class: name, MaxPrompt: mp, MaxOutput: mo, Unbounded: !okp || !oko}
 	}
 	if w.Arrival.HasLengths() {

@@ -21,6 +21,8 @@ const (
 	streamThink        uint64 = 0x589965cc75374cc3
 	streamBlock        uint64 = 0x1d8e4e27c47d124f
 	streamRunSalt      uint64 = 0x6a09e667f3bcc909
+	streamRAG          uint64 = 0xbb67ae8584caa73b
+	streamDoc          uint64 = 0x3c6ef372fe94f82b
 )
 
 // Phases keep warm-up requests apart from measured ones: warm-up item i and measured

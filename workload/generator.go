@@ -16,6 +16,7 @@ type generatorImpl struct {
 	curve   rateCurve  // open loop, not trace: the rate over time
 	shape   float64    // gamma shape k
 	groups  int        // shared prefix: number of groups
+	docCum  []float64  // rag: cumulative document popularity, summing to 1
 }
 
 // classGen is one class ready to sample.
@@ -103,6 +104,16 @@ func newGenerator(w *Workload) (*Generator, error) {
 
 	switch w.PrefixCache.Mode {
 	case "", PrefixCold:
+	case PrefixRAG:
+		pc := w.PrefixCache
+		if pc.Documents < 1 || pc.DocsPerRequest < 1 || pc.DocsPerRequest > pc.Documents || pc.DocTokens < 1 || !(pc.Zipf >= 0) {
+			return fail(fmt.Errorf("prefix_cache rag: documents %d, docs_per_request %d, doc_tokens %d, zipf %v: need 1 <= docs_per_request <= documents, doc_tokens >= 1, zipf >= 0",
+				pc.Documents, pc.DocsPerRequest, pc.DocTokens, pc.Zipf))
+		}
+		im.docCum = zipfWeights(pc.Documents, pc.Zipf)
+		for k := 1; k < len(im.docCum); k++ {
+			im.docCum[k] += im.docCum[k-1]
+		}
 	case PrefixShared:
 		if w.PrefixCache.Tokens < 1 {
 			return fail(fmt.Errorf("prefix_cache shared: tokens %d must be >= 1", w.PrefixCache.Tokens))
@@ -111,7 +122,7 @@ func newGenerator(w *Workload) (*Generator, error) {
 			return fail(fmt.Errorf("prefix_cache shared: groups %d must be >= 1", w.PrefixCache.Groups))
 		}
 	default:
-		return fail(fmt.Errorf("prefix_cache mode %q: expected %q or %q", w.PrefixCache.Mode, PrefixCold, PrefixShared))
+		return fail(fmt.Errorf("prefix_cache mode %q: expected %q, %q or %q", w.PrefixCache.Mode, PrefixCold, PrefixShared, PrefixRAG))
 	}
 	im.groups = max(w.PrefixCache.Groups, 1)
 	return g, nil

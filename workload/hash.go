@@ -47,7 +47,7 @@ func hashWith(f *File, w *Workload, corpus string) string {
 		Arrival:      arrivalForm(&w.Arrival),
 		PromptTokens: lengthForm(&w.PromptTokens),
 		OutputTokens: lengthForm(&w.OutputTokens),
-		PrefixCache:  hPrefix{w.PrefixCache.Mode, w.PrefixCache.Tokens, w.PrefixCache.Groups},
+		PrefixCache:  prefixForm(&w.PrefixCache),
 		Timeout:      ns(w.Timeout),
 		SLO:          sloForm(&w.SLO),
 		IgnoreEOS:    w.IgnoreEOS,
@@ -148,9 +148,13 @@ type hDataset struct {
 }
 
 type hPrefix struct {
-	Mode   string `json:"mode"`
-	Tokens int    `json:"tokens,omitempty"`
-	Groups int    `json:"groups,omitempty"`
+	Mode           string  `json:"mode"`
+	Tokens         int     `json:"tokens,omitempty"`
+	Groups         int     `json:"groups,omitempty"`
+	Documents      int     `json:"documents,omitempty"`
+	DocsPerRequest int     `json:"docs_per_request,omitempty"`
+	DocTokens      int     `json:"doc_tokens,omitempty"`
+	Zipf           float64 `json:"zipf,omitempty"`
 }
 
 type hTarget struct {
@@ -210,6 +214,18 @@ func arrivalForm(a *Arrival) hArrival {
 		c.Profile = cp
 	}
 	return c
+}
+
+func prefixForm(pc *PrefixCache) hPrefix {
+	h := hPrefix{Mode: pc.Mode, Tokens: pc.Tokens, Groups: pc.Groups}
+	if pc.Mode == PrefixRAG {
+		// zipf 0 (uniform) must differ from an absent one: it is stored as -1.
+		h.Documents, h.DocsPerRequest, h.DocTokens, h.Zipf = pc.Documents, pc.DocsPerRequest, pc.DocTokens, pc.Zipf
+		if pc.Zipf == 0 {
+			h.Zipf = -1
+		}
+	}
+	return h
 }
 
 func lengthForm(l *LengthDist) hLen {

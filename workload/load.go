@@ -28,7 +28,7 @@ var (
 	validProcesses    = []string{ArrivalConstant, ArrivalPoisson, ArrivalGamma, ArrivalTrace, ArrivalClosed}
 	validThinkDists   = []string{"fixed", "exponential"}
 	validDists        = []string{DistFixed, DistUniform, DistLognormal, DistEmpirical}
-	validPrefixModes  = []string{PrefixCold, PrefixShared}
+	validPrefixModes  = []string{PrefixCold, PrefixShared, PrefixRAG}
 	validTraceFormats = []string{TraceOffsets, TraceMooncake, TraceAzure, TraceBurstGPT}
 	validSLOMetrics   = []string{"ttft", "tpot", "itl", "e2e"}
 	validDirections   = []string{"higher", "lower"}
@@ -926,7 +926,25 @@ func (d *decoder) prefix(path string, n *yaml.Node) PrefixCache {
 			{"tokens", func(p string, v *yaml.Node) { pc.Tokens = d.int(p, v) }},
 			{"groups", func(p string, v *yaml.Node) { pc.Groups = d.int(p, v) }},
 			{"reset", func(p string, v *yaml.Node) { pc.Reset = d.boolean(p, v) }},
+			{"documents", func(p string, v *yaml.Node) { pc.Documents = d.int(p, v) }},
+			{"docs_per_request", func(p string, v *yaml.Node) { pc.DocsPerRequest = d.int(p, v) }},
+			{"doc_tokens", func(p string, v *yaml.Node) { pc.DocTokens = d.int(p, v) }},
+			{"zipf", func(p string, v *yaml.Node) { pc.Zipf = d.number(p, v) }},
 		})
+	}
+	if pc.Mode == PrefixRAG {
+		for _, f := range []struct {
+			key string
+			v   *int
+			def int
+		}{{"documents", &pc.Documents, 16}, {"docs_per_request", &pc.DocsPerRequest, 2}, {"doc_tokens", &pc.DocTokens, 256}} {
+			if !d.has(join(path, f.key)) {
+				*f.v = f.def
+			}
+		}
+		if !d.has(join(path, "zipf")) {
+			pc.Zipf = 1
+		}
 	}
 	if pc.Mode == PrefixShared {
 		if !d.has(join(path, "tokens")) {

@@ -160,6 +160,8 @@ func (g *Generator) groupPrefix(grp int) string {
 // Tokens tokens of corpus; the salt and the request's own text fill the rest. When the
 // prefix alone reaches the target the prompt is prefix and salt only, longer than the
 // target: the shared part is what the workload pins.
+// rag:    run salt + the request's documents (see ragDocs) + salt + text, the same way:
+// requests that drew the same leading documents share them as a prefix.
 //
 // Members of a group also share the salt's opening "[slogate " (a few tokens, less than
 // one KV-cache block), so the cache-visible common prefix is the group prefix.
@@ -169,8 +171,11 @@ func (g *Generator) prompt(phase uint64, i, tokens int) string {
 	total := g.charsFor(tokens)
 
 	var prefix string
-	if g.w.PrefixCache.Mode == PrefixShared {
+	switch g.w.PrefixCache.Mode {
+	case PrefixShared:
 		prefix = g.groupPrefix(i % g.impl.groups)
+	case PrefixRAG:
+		prefix = g.ragPrefix(phase, i)
 	}
 	own := total - len(salt)
 	if prefix != "" {

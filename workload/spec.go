@@ -108,7 +108,7 @@ type Workload struct {
 // prefix, or a trace whose entries share blocks. Its prefix-cache hits are then the
 // workload's, not a stale cache's.
 func (w *Workload) SharesPrefixes() bool {
-	if w.PrefixCache.Mode == PrefixShared {
+	if w.PrefixCache.Mode == PrefixShared || w.PrefixCache.Mode == PrefixRAG {
 		return true
 	}
 	if w.Arrival.HasLengths() {
@@ -256,6 +256,9 @@ type LengthDist struct {
 const (
 	PrefixCold   = "cold"   // a unique salt starts every prompt: no cross-request cache hits
 	PrefixShared = "shared" // groups of requests share a common prefix of Tokens tokens
+	// PrefixRAG: each request opens with k documents drawn from a pool of D shared ones
+	// with Zipf-like popularity.
+	PrefixRAG = "rag"
 )
 
 // PrefixCache says how prompts interact with the engine's prefix cache.
@@ -263,6 +266,12 @@ type PrefixCache struct {
 	Mode   string // cold (default) | shared
 	Tokens int    // shared: length of the common prefix in tokens
 	Groups int    // shared: number of distinct prefixes; default 1
+	// rag: Documents in the pool (default 16), DocsPerRequest drawn for each request
+	// (default 2), DocTokens in each (default 256), and the Zipf exponent of their
+	// popularity, document j (from 0) drawn with weight 1/(j+1)^Zipf (default 1; 0 is
+	// uniform).
+	Documents, DocsPerRequest, DocTokens int
+	Zipf                                 float64
 	// Reset asks for the engine's prefix cache to be emptied before the warm-up (vLLM
 	// POST /reset_prefix_cache, SGLang POST /flush_cache); the record says whether it was
 	// done. It changes the conditions, not what is sent: it is not in the workload hash.

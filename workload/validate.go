@@ -327,6 +327,9 @@ func (d *decoder) validateWorkload(p string, w *Workload) {
 				d.bad[kp] = true
 			}
 		}
+		if w.PrefixCache.Mode == PrefixRAG {
+			d.errorf(d.keyNode(join(p, "prefix_cache")), "prefix_cache mode %q does not apply to a trace with lengths: the trace gives every request's prompt length", PrefixRAG)
+		}
 		if w.Arrival.Format == TraceMooncake && w.PrefixCache.Mode == PrefixShared && d.has(join(p, "prefix_cache")) {
 			d.errorf(d.keyNode(join(p, "prefix_cache")), "prefix_cache mode %q does not apply to a mooncake trace: its hash_ids decide what is shared", PrefixShared)
 		}
@@ -337,6 +340,9 @@ func (d *decoder) validateWorkload(p string, w *Workload) {
 		d.require(dsp, "file", "give a local file of prompts")
 		if w.Arrival.HasLengths() {
 			d.errorf(d.keyNode(dsp), "\"dataset\" does not apply to a trace with lengths: the trace gives every request's lengths")
+		}
+		if w.PrefixCache.Mode == PrefixRAG {
+			d.errorf(d.keyNode(join(p, "prefix_cache")), "prefix_cache mode %q does not apply to a workload with a dataset", PrefixRAG)
 		}
 		for _, k := range []string{"prompt_tokens", "classes"} {
 			if kp := join(p, k); d.has(kp) {
@@ -625,10 +631,19 @@ func (d *decoder) validatePrefix(p string, pc *PrefixCache) {
 	if !d.ok(p) {
 		return
 	}
-	if pc.Mode == PrefixCold && d.ok(join(p, "mode")) {
-		d.notFor(p, "tokens", "mode", PrefixCold, quoteList([]string{PrefixShared}))
-		d.notFor(p, "groups", "mode", PrefixCold, quoteList([]string{PrefixShared}))
+	if pc.Mode != PrefixShared && d.ok(join(p, "mode")) {
+		d.notFor(p, "tokens", "mode", pc.Mode, quoteList([]string{PrefixShared}))
+		d.notFor(p, "groups", "mode", pc.Mode, quoteList([]string{PrefixShared}))
 	}
+	if pc.Mode != PrefixRAG && d.ok(join(p, "mode")) {
+		for _, k := range []string{"documents", "docs_per_request", "doc_tokens", "zipf"} {
+			d.notFor(p, k, "mode", pc.Mode, quoteList([]string{PrefixRAG}))
+		}
+	}
+	d.check(join(p, "documents"), pc.Documents >= 1, "must be at least 1")
+	d.check(join(p, "docs_per_request"), pc.DocsPerRequest >= 1 && pc.DocsPerRequest <= max(pc.Documents, 1), "must be from 1 to documents (%d): a request draws distinct documents", pc.Documents)
+	d.check(join(p, "doc_tokens"), pc.DocTokens >= 1, "must be at least 1")
+	d.check(join(p, "zipf"), pc.Zipf >= 0 && pc.Zipf <= 10, "must be from 0 (uniform) to 10")
 	if d.nodes[p].Kind == yaml.MappingNode {
 		d.require(p, "mode", "expected one of "+quoteList(validPrefixModes))
 	}

@@ -32,7 +32,7 @@ func TestValidateRules(t *testing.T) {
 			wl(arrival + lengths + "    prefix_cache: {mode: shared, tokens: 4, reset: true}\n"), ""},
 		{"the mapping form of prefix_cache needs a mode",
 			wl(arrival + lengths + "    prefix_cache: {tokens: 64}\n"),
-			`v.yaml:9:19: missing required key "mode" in "prefix_cache"; expected one of "cold", "shared"`},
+			`v.yaml:9:19: missing required key "mode" in "prefix_cache"; expected one of "cold", "shared", "rag"`},
 		{"classes that bring their own lengths need none from the workload",
 			wl(arrival + "    classes:\n      - {name: a, weight: 1, prompt_tokens: 8, output_tokens: 8}\n"), ""},
 		{"a class without lengths needs the workload's",
