@@ -113,22 +113,34 @@ func (c *Client) tokenize(ctx context.Context, shape int32, text string) (n int,
 		}
 		return 0, "", err
 	}
+	n, miss, err = parseTokenizeAnswer(b, shape, text)
+	if err != nil {
+		return 0, miss, fmt.Errorf("POST %s: %w", c.tokenizeURL, err)
+	}
+	return n, "", nil
+}
+
+// parseTokenizeAnswer reads a 2xx tokenize answer of the given request shape. miss is
+// non-empty when the answer shows the engine did not understand that shape.
+func parseTokenizeAnswer(b []byte, shape int32, text string) (n int, miss string, err error) {
 	var out struct {
 		Count  *int              `json:"count"`
 		Tokens []json.RawMessage `json:"tokens"`
 	}
 	if err := json.Unmarshal(b, &out); err != nil {
-		return 0, "", fmt.Errorf("POST %s: decoding the answer: %v", c.tokenizeURL, err)
+		return 0, "", fmt.Errorf("decoding the answer: %v", err)
 	}
 	switch {
+	case out.Count != nil && *out.Count < 0:
+		return 0, "", fmt.Errorf("the answer counts %d tokens", *out.Count)
 	case out.Count != nil:
 		return *out.Count, "", nil
 	case shape == shapeVLLM && out.Tokens != nil && len(out.Tokens) == 0 && text != "":
 		// llama.cpp answers a request without "content" with 200 and no tokens:
 		// it did not read the prompt, so this shape is not the engine's.
-		return 0, "200 without tokens", fmt.Errorf("POST %s: no tokens for a non-empty prompt", c.tokenizeURL)
+		return 0, "200 without tokens", errors.New("no tokens for a non-empty prompt")
 	case out.Tokens != nil:
 		return len(out.Tokens), "", nil
 	}
-	return 0, "", fmt.Errorf("POST %s: answer has neither count nor tokens", c.tokenizeURL)
+	return 0, "", errors.New("answer has neither count nor tokens")
 }
