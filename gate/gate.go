@@ -395,6 +395,13 @@ func judgeWorkload(cfg *workload.File, w *workload.Workload, hw string, recs []*
 				wr.Reason = fmt.Sprintf("trial %d: %s", r.Trial, why)
 			}
 			wr.Reason = "the gate refuses to judge this run: " + wr.Reason
+			// Nothing is compared, but the reader is still told what would have been:
+			// the baseline and the environment on each side.
+			if b, _, err := store.Lookup(w.Name, hw); err == nil && b != nil {
+				created := b.Created
+				wr.BaselineCreated, wr.BaselineHash, wr.Trials.Baseline = &created, b.WorkloadHash, len(b.Trials)
+				wr.Drift = CompareEnv(b.Environment, first.Environment, cfg.Gate.Drift)
+			}
 			return wr, nil
 		}
 	}

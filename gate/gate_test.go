@@ -281,6 +281,10 @@ func TestUnfitRunIsError(t *testing.T) {
 		if res.Verdict != Error || !strings.Contains(res.Workloads[0].Reason, "refuses to judge") {
 			t.Errorf("%+v: %s (%s); want error, refused", s, res.Verdict, res.Workloads[0].Reason)
 		}
+		// Refused, but the reader still learns what it would have been compared with.
+		if w := res.Workloads[0]; w.BaselineCreated == nil || len(w.Drift) == 0 || len(w.Metrics) != 0 {
+			t.Errorf("%+v: baseline created %v, %d drift fields, %d metrics; want the baseline and its drift, no metrics", s, w.BaselineCreated, len(w.Drift), len(w.Metrics))
+		}
 	}
 }
 
