@@ -148,8 +148,12 @@ func defaultHTTPClient(d *dialer) *http.Client {
 		IdleConnTimeout:     90 * time.Second,
 		TLSHandshakeTimeout: 10 * time.Second,
 		DisableCompression:  true,
-		ReadBufferSize:      32 << 10,
-		WriteBufferSize:     32 << 10,
+		// Sized for SSE, not bulk transfer: a connection holds its buffers for as
+		// long as it streams, and thousands stream at once. A response's headers and an
+		// event fit in 2 KiB; a longer read goes straight into the line reader's buffer,
+		// and a longer body is written through in pieces.
+		ReadBufferSize:  2 << 10,
+		WriteBufferSize: 2 << 10,
 	}
 	return &http.Client{
 		Transport:     t,

@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -728,4 +729,51 @@ func ExampleClient_Stream() {
 	c.Stream(context.Background(), &Request{API: APICompletions, Model: "m", Prompt: "hi", MaxTokens: 3}, &res)
 	fmt.Println(res.OK(), res.Chunks, res.OutputTokens, res.UsageReported, res.FinishReason)
 	// Output: true 2 3 true stop
+}
+
+// TestStreamMemoryPerOpenStream holds 200 streams open after their first chunk and
+// measures the live heap they take, client and in-process server together: buffers sized
+// for SSE (a few KiB per connection, not the 32 KiB read and 32 KiB write buffers of bulk
+// transfer, over 80 KiB a stream with the line reader's) keep it well under 48 KiB.
+func TestStreamMemoryPerOpenStream(t *testing.T) {
+	const n = 200
+	release := make(chan struct{})
+	var started sync.WaitGroup
+	started.Add(n)
+	srv := newServer(t, func(rw http.ResponseWriter, r *http.Request) {
+		rw.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(rw, tok+"\n\n")
+		rw.(http.Flusher).Flush()
+		started.Done()
+		<-release
+		io.WriteString(rw, finish+"\n\ndata: [DONE]\n\n")
+	})
+	c := NewClient(ClientOptions{BaseURL: srv.URL})
+	live := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := live()
+	results := make([]*Result, n)
+	var done sync.WaitGroup
+	for i := range n {
+		done.Go(func() { results[i] = stream(t, c, plainReq) })
+	}
+	started.Wait()
+	time.Sleep(50 * time.Millisecond) // the clients read their first chunk
+	during := live()
+	close(release)
+	done.Wait()
+	for i, res := range results {
+		if !res.OK() || res.Chunks != 1 {
+			t.Fatalf("stream %d: reason %q, chunks %d", i, res.ErrReason, res.Chunks)
+		}
+	}
+	per := (int64(during) - int64(before)) / n
+	t.Logf("%d B of live heap per open stream", per)
+	if per > 48<<10 {
+		t.Errorf("%d B of live heap per open stream, want at most %d", per, 48<<10)
+	}
 }

@@ -573,7 +573,9 @@ type lineReader struct {
 	err     error // sticky read error, returned once the buffer is drained
 }
 
-const initialLineBuf = 16 << 10
+// initialLineBuf holds a few SSE events (a chunk is 100 to 500 bytes); the buffer
+// doubles for a longer line, up to the line cap.
+const initialLineBuf = 2 << 10
 
 func (lr *lineReader) reset(r io.Reader, maxLine int, maxBody int64) {
 	if cap(lr.buf) < initialLineBuf {
