@@ -179,8 +179,11 @@ func (a *app) gateError(err error) int {
 	return ExitFailure
 }
 
-// writeJSON writes v as indented JSON atomically.
+// writeJSON writes v as indented JSON atomically. A non-finite float (a ratio over a
+// zero baseline, a value the engine sent) is written as 0 rather than failing the write:
+// the gate's result is kept whatever it holds.
 func writeJSON(path string, v any) error {
+	result.ReplaceNonFinite(v)
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err

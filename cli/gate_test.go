@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -417,5 +418,20 @@ func TestGateDemoConfigWrongBaselines(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+func TestWriteJSONSurvivesNonFiniteFloats(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gate.json")
+	v := &struct {
+		Ratio  float64
+		Values []float64
+	}{math.Inf(1), []float64{1, math.NaN()}}
+	if err := writeJSON(path, v); err != nil {
+		t.Fatalf("writeJSON: %v", err)
+	}
+	data, _ := os.ReadFile(path)
+	if !strings.Contains(string(data), `"Ratio": 0`) {
+		t.Errorf("written:\n%s", data)
 	}
 }
