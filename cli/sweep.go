@@ -81,6 +81,9 @@ func (a *app) cmdSweep(ctx context.Context, args []string) int {
 		return a.measureError(err)
 	}
 	w := sel[0]
+	if err := measure.CheckSweepable(w); err != nil {
+		return a.measureError(err)
+	}
 	t, err := a.runner().Prepare(ctx, f, p.target)
 	if err != nil {
 		return a.measureError(err)

@@ -2,6 +2,7 @@ package measure
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -14,6 +15,7 @@ import (
 	"github.com/slogate/slogate/gate"
 	"github.com/slogate/slogate/result"
 	"github.com/slogate/slogate/sim"
+	"github.com/slogate/slogate/workload"
 )
 
 // mooncakeTrace writes a Mooncake trace of n requests, 25 ms apart, whose chained
@@ -244,5 +246,19 @@ workloads:
 		if rec.PrefixCache.Mode != result.PrefixShared || gate.Unfit(rec) != "" {
 			t.Errorf("rag run: mode %q, unfit %q", rec.PrefixCache.Mode, gate.Unfit(rec))
 		}
+	}
+}
+
+// A sweep cannot rescale a trace that brings its own lengths: bad input, not a run of
+// requests without lengths.
+func TestSweepRefusesTraceWithLengths(t *testing.T) {
+	w := &workload.Workload{Name: "t", Arrival: workload.Arrival{Process: workload.ArrivalTrace, Format: workload.TraceAzure}}
+	var bad *BadInputError
+	if err := CheckSweepable(w); !errors.As(err, &bad) || !strings.Contains(err.Error(), "azure trace") {
+		t.Errorf("CheckSweepable: %v, want a bad-input error naming the trace", err)
+	}
+	w.Arrival.Format = workload.TraceOffsets
+	if err := CheckSweepable(w); err != nil {
+		t.Errorf("an offsets trace: %v", err)
 	}
 }

@@ -38,6 +38,16 @@ func StepProcess(w *workload.Workload) string {
 	return workload.ArrivalPoisson
 }
 
+// CheckSweepable refuses a workload that a sweep cannot rescale: a trace with lengths
+// gives each request's lengths with its arrival, so replacing its arrivals by a rate
+// would leave no lengths to send.
+func CheckSweepable(w *workload.Workload) error {
+	if w.Arrival.HasLengths() {
+		return badInput("workload %q replays a %s trace with its own lengths: a sweep replaces the arrivals by a rate and cannot keep them; sweep a workload with length distributions (or use time_scale to replay the trace faster)", w.Name, w.Arrival.Format)
+	}
+	return nil
+}
+
 // StepWorkload is w as one sweep step: open loop at rate, the step's size, no rate
 // profile, its seed, lengths and SLO kept. Only the first step warms up: the engine is
 // warm for the others.
