@@ -25,6 +25,8 @@ type Options struct {
 	// stream fewer), as speculative decoding does; 0 or 1: one token per chunk when the
 	// client keeps up.
 	TokensPerChunk int
+	// Noise is between-run noise (noise.go); the zero Noise is none.
+	Noise Noise
 	// Now is the wall clock, used only for the "created" field of responses; the step
 	// loop runs on the monotonic clock because simulating time means sleeping in it.
 	// Nil means time.Now.
@@ -131,6 +133,7 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.Faults.SlowStart, "slow-start", o.Faults.SlowStart, "answer 503 (and /health 503) for this long after start")
 	fs.Float64Var(&o.Faults.Slowdown, "slowdown", cmp.Or(o.Faults.Slowdown, 1), "multiply every step time by this factor (shows a regression)")
 	fs.IntVar(&o.Faults.KVBlocks, "kv-blocks", o.Faults.KVBlocks, "override the profile's number of KV blocks (0: the profile's)")
+	o.bindNoise(fs)
 }
 
 // effective returns the profile after the overrides of o, and the served model name.
@@ -149,6 +152,9 @@ func (o Options) effective() (Profile, string, error) {
 		return Profile{}, "", fmt.Errorf("tokens per chunk %d < 0", o.TokensPerChunk)
 	}
 	if err := o.Faults.Validate(); err != nil {
+		return p, "", err
+	}
+	if err := o.Noise.Validate(); err != nil {
 		return p, "", err
 	}
 	// As vLLM refuses to start when the KV cache cannot hold one max-length sequence,

@@ -193,6 +193,8 @@ type scheduler struct {
 	p        Profile
 	slowdown float64
 	rng      *rand.Rand // step jitter
+	noise    *RunNoise  // between-run noise; nil for none
+	born     time.Time  // the engine's start, the origin of the noise's drift and stalls
 
 	// Owned by the loop.
 	running []*seq
@@ -231,6 +233,7 @@ func newScheduler(p Profile, slowdown float64, seed int64) *scheduler {
 		wake:     make(chan struct{}, 1),
 		quit:     make(chan struct{}),
 		done:     make(chan struct{}),
+		born:     time.Now(),
 	}
 	e.st.NumBlocks = p.NumBlocks
 	e.pub = e.st
@@ -392,6 +395,10 @@ func (e *scheduler) stepDuration(decodes, prefill int) time.Duration {
 	d := float64(e.p.StepTime(decodes, prefill)) * e.slowdown
 	if e.p.Jitter > 0 {
 		d *= 1 + e.p.Jitter*(2*e.rng.Float64()-1)
+	}
+	if e.noise != nil {
+		at := time.Since(e.born)
+		d = d*e.noise.Factor(at) + float64(e.noise.StallsUntil(at))
 	}
 	return time.Duration(d)
 }

@@ -56,6 +56,7 @@ func New(o Options) (*Server, error) {
 	s.readyAt = time.Now().Add(o.Faults.SlowStart)
 	s.eng = newScheduler(p, slow, o.Seed)
 	s.eng.pc.on = !o.NoPrefixCaching
+	s.eng.noise = drawNoise(o.Noise, s.now)
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.generate(w, r, false) })
 	s.mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.generate(w, r, true) })
@@ -688,6 +689,9 @@ func Serve(ctx context.Context, addr string, o Options, log io.Writer) error {
 	p := srv.Profile()
 	fmt.Fprintf(log, "slogate sim: profile %s, model %q, version %s, %d KV blocks × %d tokens, max_num_seqs %d, max_model_len %d, seed %d\n",
 		p.Name, p.Model, srv.version, p.NumBlocks, p.BlockSize, p.MaxNumSeqs, p.MaxModelLen, o.Seed)
+	if n := srv.Noise(); n != nil {
+		fmt.Fprintf(log, "slogate sim: noise seed %d: speed ×%.4f, drift %+.2f%% per %s\n", n.Seed, n.Speed, 100*n.Drift, n.DriftOver)
+	}
 	fmt.Fprintf(log, "slogate sim: serving on http://%s\n", ln.Addr())
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
