@@ -43,6 +43,9 @@ type Baseline struct {
 	ITLSketch SketchInfo `json:"itl_sketch"`
 	// Trials in trial order; one for a workload without repeats.
 	Trials []Trial `json:"trials"`
+	// Noise is the calibration of the between-run spread (slogate calibrate); nil
+	// without one.
+	Noise *Calibration `json:"noise,omitempty"`
 
 	runs []*run // decoded Trials
 }
@@ -529,6 +532,18 @@ func Decode(name string, data []byte) (*Baseline, error) {
 		return nil, bad("baseline has no trials")
 	case b.ITLSketch.Gamma != SketchGamma:
 		return nil, bad("ITL sketch with gamma %v; this tool reads gamma %v", b.ITLSketch.Gamma, SketchGamma)
+	}
+	if b.Noise != nil {
+		for _, m := range b.Noise.Metrics {
+			for _, v := range []float64{m.RunSD, m.WithinSD} {
+				if !(v >= 0) || math.IsInf(v, 0) {
+					return nil, bad("noise: metric %q has a spread of %v; want a finite number ≥ 0", m.Metric, v)
+				}
+			}
+			if m.DF < 0 {
+				return nil, bad("noise: metric %q has %d degrees of freedom; want ≥ 0", m.Metric, m.DF)
+			}
+		}
 	}
 	for i := range b.Trials {
 		r, err := b.Trials[i].decode()

@@ -153,7 +153,12 @@ type TrialCounts struct {
 // Methods of comparison in MetricResult.Method.
 const (
 	MethodBootstrap = "bootstrap" // ratio with a bootstrap interval over whole requests
-	MethodTrials    = "trials"    // repeated trials: median ratio, interval = trial spread
+	MethodTrials    = "trials"    // repeated trials: sampling noise and the trials' between-run spread
+	// MethodCalibrated: sampling noise and the between-run spread of the baseline's
+	// calibration.
+	MethodCalibrated = "calibrated"
+	// MethodBlocks: an A/B job's blocks (CompareBlocks).
+	MethodBlocks = "blocks"
 	MethodExact     = "exact"     // a deterministic metric: the tolerance alone
 	MethodAbsolute  = "absolute"  // an absolute limit on the candidate alone
 	MethodNone      = "none"      // nothing could be compared (no data)
@@ -179,6 +184,9 @@ type MetricResult struct {
 	// Resolution is the interval's expected half-width as a fraction: what these sample
 	// sizes can tell from noise. 0 when not bootstrapped.
 	Resolution float64 `json:"resolution,omitempty"`
+	// Noise says what the interval is made of (sampling and between-run noise) and what
+	// tolerance it supports; nil when the comparison is not statistical.
+	Noise *NoiseResult `json:"noise,omitempty"`
 	// Per-trial values with repeated trials.
 	BaselineTrials  []float64 `json:"baseline_trials,omitempty"`
 	CandidateTrials []float64 `json:"candidate_trials,omitempty"`
@@ -415,6 +423,7 @@ func judgeWorkload(cfg *workload.File, w *workload.Workload, hw string, recs []*
 		return nil, err
 	}
 	var base []*run
+	var cal *Calibration
 	var verdicts []Verdict
 	switch {
 	case b == nil:
@@ -439,7 +448,7 @@ func judgeWorkload(cfg *workload.File, w *workload.Workload, hw string, recs []*
 				wr.Reason = fmt.Sprintf("incomparable sources: the baseline was %s and the run %s; an imported record's workload identity is derived from its source file, so it compares only with imports of the same benchmark by the same tool (make the baseline from one with `slogate baseline update`)", who, other)
 			}
 		} else {
-			base = b.runs
+			base, cal = b.runs, b.Noise
 		}
 	}
 
@@ -457,10 +466,13 @@ func judgeWorkload(cfg *workload.File, w *workload.Workload, hw string, recs []*
 			ms[i], judged[i] = evalSweep(rules[i], defs[i], sides), true
 			continue
 		}
-		wg.Go(func() { ms[i], judged[i] = evalRule(rules[i], defs[i], base, cand, cfg.Gate) })
+		wg.Go(func() { ms[i], judged[i] = evalRule(rules[i], defs[i], base, cand, cal, cfg.Gate) })
 	}
 	wg.Wait()
 	refuseSweep(wr, ms, judged)
+	if base != nil && slices.ContainsFunc(ms, func(m MetricResult) bool { return m.Noise != nil && m.Noise.Source == "" }) {
+		wr.Warnings = append(wr.Warnings, "the between-run spread is unknown (one baseline trial, one candidate run, no calibration): intervals hold only the sampling noise of the requests, and a run that moved as a whole can fail; calibrate the baseline with `slogate calibrate` or use repeats")
+	}
 	for i, m := range ms {
 		if judged[i] {
 			wr.Metrics = append(wr.Metrics, m)
@@ -553,7 +565,7 @@ func provenance(wr *WorkloadResult, cand *result.Source, b *Baseline) []Verdict 
 // mislead, and the workload's reason already says why.
 func noSpan(r *run) bool { return !(r.span > 0) }
 
-func evalRule(rule workload.Rule, def metricDef, base, cand []*run, g workload.GateConfig) (MetricResult, bool) {
+func evalRule(rule workload.Rule, def metricDef, base, cand []*run, cal *Calibration, g workload.GateConfig) (MetricResult, bool) {
 	m := MetricResult{Metric: rule.Metric, Unit: def.unit, Tolerance: rule.Tolerance, Max: rule.Max, Min: rule.Min, Method: MethodNone}
 	absolute := rule.Max != nil || rule.Min != nil
 	relative := rule.Direction != "" || rule.Tolerance > 0 || !absolute
@@ -633,17 +645,34 @@ func evalRule(rule workload.Rule, def metricDef, base, cand []*run, g workload.G
 			m.setRatio(r.Verdict, r.Point, r.Lo, r.Hi)
 			m.Warnings = append(m.Warnings, r.Warnings...)
 			verdicts = append(verdicts, r.Verdict)
-		case len(base) == 1 && len(cand) == 1:
-			r := stats.Compare(bms[0], cms[0], pol)
-			m.Method = MethodBootstrap
+		default:
+			sp, source := spreadOf(rule.Metric, cal, bms, cms, pol)
+			if !sp.Known() && len(base) == 1 && len(cand) == 1 {
+				r := stats.Compare(bms[0], cms[0], pol)
+				m.Method = MethodBootstrap
+				m.setRatio(r.Verdict, r.Point, r.Lo, r.Hi)
+				m.Resolution = r.Resolution
+				if r.Verdict != Incomparable {
+					m.Noise = &NoiseResult{Supported: r.Resolution}
+				}
+				m.Warnings = append(m.Warnings, r.Warnings...)
+				verdicts = append(verdicts, r.Verdict)
+				break
+			}
+			r, nz := stats.CompareSpread(bms, cms, sp, source, pol)
+			m.Method = MethodTrials
+			if source == "calibration" {
+				m.Method = MethodCalibrated
+			}
+			if r.Verdict != Incomparable {
+				// The sides as compared: the geometric means of their runs.
+				m.Baseline, m.Candidate = scaled(r.Baseline, def.scale), scaled(r.Candidate, def.scale)
+			}
 			m.setRatio(r.Verdict, r.Point, r.Lo, r.Hi)
 			m.Resolution = r.Resolution
-			m.Warnings = append(m.Warnings, r.Warnings...)
-			verdicts = append(verdicts, r.Verdict)
-		default:
-			r := stats.CompareTrials(bms, cms, pol)
-			m.Method = MethodTrials
-			m.setRatio(r.Verdict, r.Point, r.Lo, r.Hi)
+			if r.Verdict != Incomparable {
+				m.Noise = noiseResult(nz, r)
+			}
 			m.Warnings = append(m.Warnings, r.Warnings...)
 			verdicts = append(verdicts, r.Verdict)
 		}

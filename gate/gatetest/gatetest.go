@@ -7,9 +7,11 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
+	"sort"
 	"time"
 
 	"github.com/slogate/slogate/result"
+	"github.com/slogate/slogate/sim"
 )
 
 // Spec describes a synthetic run. Zero fields take the defaults named.
@@ -40,6 +42,24 @@ type Spec struct {
 	// ColdHits > 0 makes the run a cold one in which the engine's prefix cache served
 	// that fraction of the prompt tokens.
 	ColdHits float64
+
+	// Noise is between-run noise, drawn with NoiseSeed as the simulator draws it at a
+	// start (sim.Noise.Draw): every step and TTFT is multiplied by its factor at the
+	// request's moment, and its engine-wide stalls lengthen the gaps they fall in, as the
+	// simulator's step loop does. The zero Noise is none.
+	Noise     sim.Noise
+	NoiseSeed int64
+	// Offset is when this run starts on the noise's clock: a later run of one engine
+	// start, or a later block of a job, sees more of the drift.
+	Offset time.Duration
+	// JobDrift is a drift of the machine over a whole job of JobLength, shared by every
+	// engine started in it (0.10: 10% slower at the job's end than at its start), on the
+	// job's clock (Offset + the time in the run).
+	JobDrift  float64
+	JobLength time.Duration
+	// SkipSummary leaves the record's summary at its window and request count: for the
+	// gate's statistical tests, which compute on the requests alone.
+	SkipSummary bool
 }
 
 // Env is a typical environment of a run on one H100.
@@ -104,6 +124,23 @@ func Record(seed uint64, s Spec) *result.Record {
 		env = Env()
 	}
 
+	var rn *sim.RunNoise
+	var stalls []stall
+	if s.Noise.Enabled() {
+		rn = s.Noise.Draw(s.NoiseSeed)
+		stalls = stallsOf(rn, s.Offset, time.Duration(float64(s.Requests)/s.Rate*float64(time.Second))+time.Minute)
+	}
+	factor := func(us int64) float64 {
+		at := s.Offset + time.Duration(us)*time.Microsecond
+		f := 1.0
+		if rn != nil {
+			f = rn.Factor(at)
+		}
+		if s.JobDrift != 0 && s.JobLength > 0 {
+			f *= 1 + s.JobDrift*float64(at)/float64(s.JobLength)
+		}
+		return f
+	}
 	sched := rand.New(rand.NewPCG(uint64(s.Requests), 0x5c4ed))
 	r := rand.New(rand.NewPCG(seed, 0x9a7e))
 	reqs := make([]result.Request, s.Requests)
@@ -118,9 +155,10 @@ func Record(seed uint64, s Spec) *result.Record {
 			n = min(max(n, 2), 4*s.OutputTokens)
 		}
 		q.OutputTarget = n
-		step := s.StepMS * 1000 * s.GapScale * math.Exp(0.15*r.NormFloat64())
+		f := factor(q.SchedUS)
+		step := f * s.StepMS * 1000 * s.GapScale * math.Exp(0.15*r.NormFloat64())
 		pStall := 0.02 * math.Exp(0.5*r.NormFloat64())
-		ttft := 150e3 * s.TTFTScale * math.Exp(0.5*r.NormFloat64())
+		ttft := f * 150e3 * s.TTFTScale * math.Exp(0.5*r.NormFloat64())
 		if r.Float64() < s.ErrorRate {
 			q.Error = "timeout"
 			q.EndUS = q.SchedUS + 60e6
@@ -135,6 +173,7 @@ func Record(seed uint64, s Spec) *result.Record {
 			if r.Float64() < pStall {
 				g *= 3 + 5*r.Float64()
 			}
+			g += stallIn(stalls, last, last+int64(g))
 			q.ITLUS[j] = max(int64(g), 1)
 			last += q.ITLUS[j]
 		}
@@ -159,7 +198,11 @@ func Record(seed uint64, s Spec) *result.Record {
 		Environment:      maps.Clone(env),
 		Requests:         reqs,
 	}
-	rec.Summary = result.Summarize(reqs, result.SummaryInput{Window: window, SLO: SLO, OpenLoop: true})
+	if s.SkipSummary {
+		rec.Summary = result.Summary{Requests: len(reqs), DurationS: float64(window.EndUS-window.StartUS) / 1e6}
+	} else {
+		rec.Summary = result.Summarize(reqs, result.SummaryInput{Window: window, SLO: SLO, OpenLoop: true})
+	}
 	if s.KVConcurrency > 0 {
 		rec.Summary.KVConcurrency = &result.KVConcurrency{Value: s.KVConcurrency, CapacityTokens: int64(s.KVConcurrency) * 2048, PerRequestTokens: 2048, Source: "engine"}
 	}
@@ -176,4 +219,29 @@ func Record(seed uint64, s Spec) *result.Record {
 		rec.Summary.PrefixCache = &result.PrefixCacheStats{Queries: q, Hits: q * s.ColdHits, HitRate: s.ColdHits, Source: "vllm counters"}
 	}
 	return rec
+}
+
+// stall is an engine-wide stall of the noise, at µs since the run's start.
+type stall struct{ at, us int64 }
+
+// stallsOf lists the stalls of rn within span of a run starting at offset, by stepping
+// its clock as the simulator's step loop does (every 10 ms).
+func stallsOf(rn *sim.RunNoise, offset, span time.Duration) []stall {
+	var out []stall
+	for t := time.Duration(0); t <= span; t += 10 * time.Millisecond {
+		if d := rn.StallsUntil(offset + t); d > 0 {
+			out = append(out, stall{at: t.Microseconds(), us: d.Microseconds()})
+		}
+	}
+	return out
+}
+
+// stallIn is the total length of the stalls in (from, to].
+func stallIn(stalls []stall, from, to int64) float64 {
+	i := sort.Search(len(stalls), func(i int) bool { return stalls[i].at > from })
+	var d int64
+	for ; i < len(stalls) && stalls[i].at <= to; i++ {
+		d += stalls[i].us
+	}
+	return float64(d)
 }

@@ -1,0 +1,157 @@
+package gate
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/slogate/slogate/gate/stats"
+	"github.com/slogate/slogate/result"
+	"github.com/slogate/slogate/workload"
+)
+
+// Calibration is the between-run spread of each gated metric, measured by A/A runs of
+// the baseline's system on its runner (slogate calibrate) and stored with the baseline:
+// what the gate adds to the sampling noise of the requests so that a single candidate
+// run can be judged against it (docs/noise.md).
+type Calibration struct {
+	// Source says how the runs were made: "calibrate" (A/A runs on the runner).
+	Source  string    `json:"source"`
+	Created time.Time `json:"created"`
+	Runs    int       `json:"runs"`
+	// Restarts is true when the engine was started afresh for every run, so that the
+	// spread includes what differs between engine starts.
+	Restarts bool           `json:"restarts,omitempty"`
+	Metrics  []MetricSpread `json:"metrics"`
+}
+
+// MetricSpread is one metric's spread over the calibration runs.
+type MetricSpread struct {
+	Metric string `json:"metric"`
+	stats.Spread
+	// Values are the runs' values in the metric's unit, in run order.
+	Values []float64 `json:"values"`
+	// Reason says why the spread is unknown (DF 0); "" otherwise.
+	Reason string `json:"reason,omitempty"`
+}
+
+func (c *Calibration) lookup(metric string) *MetricSpread {
+	if c == nil {
+		return nil
+	}
+	for i := range c.Metrics {
+		if c.Metrics[i].Metric == metric && c.Metrics[i].Known() {
+			return &c.Metrics[i]
+		}
+	}
+	return nil
+}
+
+// Calibrate measures the between-run spread of every bootstrapped rule of cfg over recs,
+// the A/A runs of one workload on one hardware. It refuses runs that cannot be judged
+// (*UnfitError) and fewer than two runs.
+func Calibrate(cfg *workload.File, recs []*result.Record, restarts bool, now time.Time) (*Calibration, error) {
+	if len(recs) < 2 {
+		return nil, fmt.Errorf("a calibration needs at least 2 runs, got %d", len(recs))
+	}
+	for _, r := range recs {
+		if why := Unfit(r); why != "" {
+			return nil, &UnfitError{Workload: r.Workload, Trial: r.Trial, Reason: why}
+		}
+		if r.WorkloadHash != recs[0].WorkloadHash {
+			return nil, errors.New("calibration runs of different workload hashes")
+		}
+	}
+	rules := cfg.Gate.Rules
+	if len(rules) == 0 {
+		rules = workload.DefaultRules()
+	}
+	g := cfg.Gate
+	runs := make([]*run, len(recs))
+	for i, r := range recs {
+		runs[i] = runOf(r)
+	}
+	c := &Calibration{Source: "calibrate", Created: now.UTC().Truncate(time.Second), Runs: len(recs), Restarts: restarts}
+	for _, r := range rules {
+		def, err := lookupMetric(r.Metric)
+		if err != nil {
+			return nil, inputErrorf("%s: gate.rules: %v", cfg.Path, err)
+		}
+		if def.kind != kindBootstrap || slices.ContainsFunc(c.Metrics, func(m MetricSpread) bool { return m.Metric == r.Metric }) {
+			continue
+		}
+		ms := make([]stats.Metric, len(runs))
+		vals := make([]float64, len(runs))
+		for i, x := range runs {
+			ms[i] = def.build(x)
+			vals[i] = stats.Value(ms[i]) * def.scale
+			if math.IsNaN(vals[i]) || math.IsInf(vals[i], 0) {
+				vals[i] = 0
+			}
+		}
+		sp, why := stats.MeasureSpread(ms, stats.Policy{Direction: stats.LowerIsBetter, Resamples: g.Resamples, Confidence: g.Confidence, Seed: uint64(g.Seed)})
+		c.Metrics = append(c.Metrics, MetricSpread{Metric: r.Metric, Spread: round6(sp), Values: vals, Reason: why})
+	}
+	return c, nil
+}
+
+func round6(s stats.Spread) stats.Spread {
+	r := func(x float64) float64 { return math.Round(x*1e6) / 1e6 }
+	return stats.Spread{RunSD: r(s.RunSD), WithinSD: r(s.WithinSD), DF: s.DF}
+}
+
+// NoiseResult says what a metric's interval is made of, as standard deviations of the
+// log of the ratio (0.03: about ±3%), and what that noise supports.
+type NoiseResult struct {
+	// Source of the between-run spread: "calibration" (stored with the baseline),
+	// "trials" (the repeated trials of either side), "blocks" (an A/B job's blocks);
+	// "" when none is known and the interval holds only the requests' sampling noise.
+	Source    string  `json:"source,omitempty"`
+	WithinSD  float64 `json:"within_sd"`
+	BetweenSD float64 `json:"between_sd"`
+	TotalSD   float64 `json:"total_sd"`
+	// DF are the degrees of freedom of the interval's t quantile; 0 for a normal one.
+	DF float64 `json:"df,omitempty"`
+	// Supported is the narrowest tolerance this noise supports: the interval's
+	// half-width (a narrower tolerance flaps).
+	Supported float64 `json:"supported_tolerance"`
+	// Detectable is the smallest change that this comparison fails 95% of the time at
+	// the rule's tolerance.
+	Detectable float64 `json:"detectable_change"`
+}
+
+func noiseResult(nz stats.Noise, res stats.Result) *NoiseResult {
+	r := func(x float64) float64 {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return 0
+		}
+		return math.Round(x*1e6) / 1e6
+	}
+	return &NoiseResult{
+		Source: nz.Source, WithinSD: r(nz.Within), BetweenSD: r(nz.Between), TotalSD: r(nz.Total), DF: r(nz.DF),
+		Supported: r(res.Resolution), Detectable: r(stats.Detectable(nz, res.Policy.Tolerance, 0.95)),
+	}
+}
+
+// spreadOf is the between-run spread a comparison of base and cand uses: the
+// calibration stored with the baseline, else the spread of the trials of either side,
+// else none.
+func spreadOf(metric string, cal *Calibration, bms, cms []stats.Metric, pol stats.Policy) (stats.Spread, string) {
+	if ms := cal.lookup(metric); ms != nil {
+		return ms.Spread, "calibration"
+	}
+	var parts []stats.Spread
+	for _, side := range [][]stats.Metric{bms, cms} {
+		if len(side) > 1 {
+			if s, why := stats.MeasureSpread(side, pol); why == "" {
+				parts = append(parts, s)
+			}
+		}
+	}
+	if sp := stats.Pool(parts...); sp.Known() {
+		return sp, "trials"
+	}
+	return stats.Spread{}, ""
+}
