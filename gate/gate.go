@@ -158,10 +158,10 @@ const (
 	// calibration.
 	MethodCalibrated = "calibrated"
 	// MethodBlocks: an A/B job's blocks (CompareBlocks).
-	MethodBlocks = "blocks"
-	MethodExact     = "exact"     // a deterministic metric: the tolerance alone
-	MethodAbsolute  = "absolute"  // an absolute limit on the candidate alone
-	MethodNone      = "none"      // nothing could be compared (no data)
+	MethodBlocks   = "blocks"
+	MethodExact    = "exact"    // a deterministic metric: the tolerance alone
+	MethodAbsolute = "absolute" // an absolute limit on the candidate alone
+	MethodNone     = "none"     // nothing could be compared (no data)
 )
 
 // MetricResult is one rule's outcome. Values are in Unit (a latency in ms, a rate as a
