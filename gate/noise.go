@@ -30,11 +30,19 @@ type Calibration struct {
 // MetricSpread is one metric's spread over the calibration runs.
 type MetricSpread struct {
 	Metric string `json:"metric"`
-	stats.Spread
+	// RunSD, WithinSD and DF are stats.Spread's.
+	RunSD    float64 `json:"run_sd"`
+	WithinSD float64 `json:"within_sd"`
+	DF       int     `json:"df"`
 	// Values are the runs' values in the metric's unit, in run order.
 	Values []float64 `json:"values"`
 	// Reason says why the spread is unknown (DF 0); "" otherwise.
 	Reason string `json:"reason,omitempty"`
+}
+
+// Spread is the metric's spread for the statistics.
+func (m *MetricSpread) Spread() stats.Spread {
+	return stats.Spread{RunSD: m.RunSD, WithinSD: m.WithinSD, DF: m.DF}
 }
 
 func (c *Calibration) lookup(metric string) *MetricSpread {
@@ -42,7 +50,7 @@ func (c *Calibration) lookup(metric string) *MetricSpread {
 		return nil
 	}
 	for i := range c.Metrics {
-		if c.Metrics[i].Metric == metric && c.Metrics[i].Known() {
+		if c.Metrics[i].Metric == metric && c.Metrics[i].DF > 0 {
 			return &c.Metrics[i]
 		}
 	}
@@ -92,7 +100,8 @@ func Calibrate(cfg *workload.File, recs []*result.Record, restarts bool, now tim
 			}
 		}
 		sp, why := stats.MeasureSpread(ms, stats.Policy{Direction: stats.LowerIsBetter, Resamples: g.Resamples, Confidence: g.Confidence, Seed: uint64(g.Seed)})
-		c.Metrics = append(c.Metrics, MetricSpread{Metric: r.Metric, Spread: round6(sp), Values: vals, Reason: why})
+		sp = round6(sp)
+		c.Metrics = append(c.Metrics, MetricSpread{Metric: r.Metric, RunSD: sp.RunSD, WithinSD: sp.WithinSD, DF: sp.DF, Values: vals, Reason: why})
 	}
 	return c, nil
 }
@@ -140,7 +149,7 @@ func noiseResult(nz stats.Noise, res stats.Result) *NoiseResult {
 // else none.
 func spreadOf(metric string, cal *Calibration, bms, cms []stats.Metric, pol stats.Policy) (stats.Spread, string) {
 	if ms := cal.lookup(metric); ms != nil {
-		return ms.Spread, "calibration"
+		return ms.Spread(), "calibration"
 	}
 	var parts []stats.Spread
 	for _, side := range [][]stats.Metric{bms, cms} {
