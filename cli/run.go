@@ -218,6 +218,11 @@ func (a *app) runWorkloads(ctx context.Context, f *workload.File, p runParams) (
 // launchEngine starts the engine of target.start, its output going to DIR/engine.log,
 // and waits until it is ready.
 func (a *app) launchEngine(ctx context.Context, r *measure.Runner, f *workload.File, p runParams) (*engine.Process, func(), int) {
+	return a.launchEngineLog(ctx, r, f, p, "engine.log")
+}
+
+// launchEngineLog is launchEngine with the engine's output in DIR/logName.
+func (a *app) launchEngineLog(ctx context.Context, r *measure.Runner, f *workload.File, p runParams, logName string) (*engine.Process, func(), int) {
 	if measure.TargetURL(f, p.target) == "" {
 		a.errorf("%s: target.start needs target.url (or --target): where the started engine will answer", f.Path)
 		return nil, nil, ExitBadInput
@@ -226,7 +231,7 @@ func (a *app) launchEngine(ctx context.Context, r *measure.Runner, f *workload.F
 		a.errorf("%v", err)
 		return nil, nil, ExitFailure
 	}
-	logPath := filepath.Join(p.outDir, "engine.log")
+	logPath := filepath.Join(p.outDir, logName)
 	log, err := os.Create(logPath)
 	if err != nil {
 		a.errorf("%v", err)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"net"
 	"os"
 	"os/signal"
@@ -15,12 +16,17 @@ import (
 )
 
 // TestMain lets the test binary play an engine that target.start launches: with
-// SLOGATE_TEST_SIM_ADDR set it serves the simulator there until terminated.
+// SLOGATE_TEST_SIM_ADDR set it serves the simulator there until terminated, with the
+// `slogate sim` flags in SLOGATE_TEST_SIM_ARGS (space-separated).
 func TestMain(m *testing.M) {
 	if addr := os.Getenv("SLOGATE_TEST_SIM_ADDR"); addr != "" {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 		defer stop()
-		if err := sim.Serve(ctx, addr, sim.Options{Seed: 1}, os.Stderr); err != nil {
+		o := sim.Options{Seed: 1}
+		fs := flag.NewFlagSet("sim", flag.ExitOnError)
+		o.Bind(fs)
+		_ = fs.Parse(strings.Fields(os.Getenv("SLOGATE_TEST_SIM_ARGS")))
+		if err := sim.Serve(ctx, addr, o, os.Stderr); err != nil {
 			os.Exit(1)
 		}
 		os.Exit(0)

@@ -87,7 +87,8 @@ func Calibrate(cfg *workload.File, recs []*result.Record, restarts bool, now tim
 		if err != nil {
 			return nil, inputErrorf("%s: gate.rules: %v", cfg.Path, err)
 		}
-		if def.kind != kindBootstrap || slices.ContainsFunc(c.Metrics, func(m MetricSpread) bool { return m.Metric == r.Metric }) {
+		relative := r.Direction != "" || r.Tolerance > 0 || (r.Max == nil && r.Min == nil)
+		if def.kind != kindBootstrap || !relative || slices.ContainsFunc(c.Metrics, func(m MetricSpread) bool { return m.Metric == r.Metric }) {
 			continue
 		}
 		ms := make([]stats.Metric, len(runs))

@@ -1,0 +1,88 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/slogate/slogate/gate"
+	"github.com/slogate/slogate/result"
+)
+
+// startedSimConfig is tinyConfig with an engine that target.start launches: this test
+// binary serving the simulator with the given sim flags.
+func startedSimConfig(t *testing.T, simArgs string) string {
+	t.Helper()
+	addr := freeAddr(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.Replace(tinyConfig, "target: {api: completions, engine: auto}",
+		"target:\n  url: http://"+addr+"\n  api: completions\n  start:\n    command: ["+self+"]\n    env: {SLOGATE_TEST_SIM_ADDR: \""+addr+"\", SLOGATE_TEST_SIM_ARGS: \""+simArgs+"\"}\n    ready_timeout: 60s", 1)
+	return strings.Replace(cfg, "    timeout: 20s\n", "    timeout: 20s\n    max_dispatch_lag: 1s\n", 1)
+}
+
+// TestCalibrateStoresTheSpread: three A/A runs, each on a fresh start of an engine whose
+// speed varies by start, become a baseline whose calibration holds every gated metric's
+// run-to-run spread; the gate then judges a run against it by that spread.
+func TestCalibrateStoresTheSpread(t *testing.T) {
+	cfg := writeConfig(t, startedSimConfig(t, "--noise-speed-sd 0.3"))
+	dir := t.TempDir()
+	a, out, errb := testApp(t)
+	if code := a.run(context.Background(), []string{"calibrate", "-c", cfg, "--runs", "3", "-o", dir}); code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errb)
+	}
+	for i := 1; i <= 3; i++ {
+		if _, err := result.Read(filepath.Join(dir, "small.c"+string(rune('0'+i))+".json")); err != nil {
+			t.Errorf("calibration record %d: %v", i, err)
+		}
+	}
+	store := gate.DirStore(filepath.Join(filepath.Dir(cfg), "baselines"))
+	first, err := result.Read(filepath.Join(dir, "small.c1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := store.Lookup("small", gate.HardwareOf(first))
+	if err != nil || b == nil {
+		t.Fatalf("baseline: %v %v\n%s", b, err, out)
+	}
+	if len(b.Trials) != 3 || b.Noise == nil || b.Noise.Runs != 3 || !b.Noise.Restarts {
+		t.Fatalf("baseline trials %d, noise %+v", len(b.Trials), b.Noise)
+	}
+	var itl *gate.MetricSpread
+	for i, m := range b.Noise.Metrics {
+		if m.Metric == "itl_p99" {
+			itl = &b.Noise.Metrics[i]
+		}
+	}
+	// Speeds drawn with a log-sd of 0.3 differ between three starts almost surely.
+	if itl == nil || itl.DF != 2 || len(itl.Values) != 3 || itl.RunSD <= 0 {
+		t.Fatalf("itl_p99 spread %+v", itl)
+	}
+	if !strings.Contains(out.String(), "itl_p99") || !strings.Contains(out.String(), "run-to-run") {
+		t.Errorf("stdout does not report the spread:\n%s", out)
+	}
+
+	// A run gated against the calibrated baseline is judged by its spread.
+	a2, out2, errb2 := testApp(t)
+	res := t.TempDir()
+	if code := a2.run(context.Background(), []string{"run", "-c", cfg, "-o", res}); code != ExitOK {
+		t.Fatalf("run: exit %d\n%s\n%s", code, out2, errb2)
+	}
+	a3, out3, errb3 := testApp(t)
+	gj := filepath.Join(t.TempDir(), "gate.json")
+	code := a3.run(context.Background(), []string{"gate", "-c", cfg, "-r", res, "--json", gj})
+	if code != ExitOK && code != ExitGateFailed {
+		t.Fatalf("gate: exit %d\n%s\n%s", code, out3, errb3)
+	}
+	g, err := os.ReadFile(gj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(g), `"method": "calibrated"`) || !strings.Contains(string(g), `"source": "calibration"`) {
+		t.Errorf("gate.json does not use the calibration:\n%s", g)
+	}
+}
