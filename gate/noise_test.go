@@ -29,7 +29,7 @@ var recommended = struct {
 	blocks, blockRequests    int // A/B: blocks per job, requests per block
 	rules                    []workload.Rule
 }{
-	requests: 300, outputTokens: 100,
+	requests: 300, outputTokens: 64,
 	calibrationRuns: 10, repeats: 3,
 	blocks: 16, blockRequests: 150,
 	rules: []workload.Rule{
@@ -247,11 +247,11 @@ func TestNoiseAAFalseFail(t *testing.T) {
 
 func TestNoisePowerITLRegression(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
-	// 100 trials each: a power of 95% gives ≤ 5 misses; one of 85% would give 6 or more
-	// 99.9% of the time.
+	// 60 trials each: a power of 95% gives ≤ 3 misses; one of 85% would give 4 or more
+	// 99.7% of the time.
 	slow := gatetest.Spec{GapScale: 1.2}
-	c := committed(t, 10, 10, func(int, int, int) gatetest.Spec { return slow })
-	ab := abJob(t, 100, func(_, _ int, candidate bool) gatetest.Spec {
+	c := committed(t, 6, 10, func(int, int, int) gatetest.Spec { return slow })
+	ab := abJob(t, 60, func(_, _ int, candidate bool) gatetest.Spec {
 		if candidate {
 			return slow
 		}
@@ -276,12 +276,12 @@ func TestNoisePowerITLRegression(t *testing.T) {
 func TestNoiseDrift(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	job := time.Duration(recommended.blocks) * blockSpan
-	ab := abJob(t, 100, func(_, b int, _ bool) gatetest.Spec {
+	ab := abJob(t, 60, func(_, b int, _ bool) gatetest.Spec {
 		return gatetest.Spec{Offset: time.Duration(b) * blockSpan, JobDrift: 0.10, JobLength: job}
 	})
 	// The committed candidate's two runs fill a job of the same length.
 	run := time.Duration(recommended.requests) * 100 * time.Millisecond
-	c := committed(t, 10, 10, func(_, _, r int) gatetest.Spec {
+	c := committed(t, 6, 10, func(_, _, r int) gatetest.Spec {
 		return gatetest.Spec{Offset: time.Duration(r) * run, JobDrift: 0.10, JobLength: time.Duration(recommended.repeats) * run}
 	})
 	t.Logf("10%% drift, A/B: %v", ab)

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"flag"
+	"io"
 	"math"
 	"testing"
 	"time"
@@ -59,6 +60,7 @@ func TestNoiseValidateAndFlags(t *testing.T) {
 	}
 	var o Options
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
 	o.Bind(fs)
 	if err := fs.Parse([]string{"--noise", "gpu", "--noise-speed-sd", "0.05", "--noise-seed", "9"}); err != nil {
 		t.Fatal(err)
