@@ -1,10 +1,13 @@
 package gate
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
-	"math"
+	"slices"
 
 	"github.com/slogate/slogate/gate/stats"
+	"github.com/slogate/slogate/result"
 	"github.com/slogate/slogate/workload"
 )
 
@@ -115,11 +118,142 @@ func Layout(n int) string {
 	return string(b)
 }
 
-func finiteOrZero(x float64) float64 {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return 0
+// EvaluateAB judges the candidate engine of an A/B job against the baseline engine
+// measured in the same job: blocks are the job's run records (each with its AB place),
+// any number of workloads. Every rule is judged from the blocks: a bootstrapped metric
+// by CompareBlocks (the blocks' spread, a drift over the job taken out, never below the
+// pooled requests' sampling noise), KV-limited concurrency by the tolerance alone, an
+// absolute limit on the candidate's pooled requests. There is no baseline file: the
+// baseline is the job's own A blocks.
+func EvaluateAB(cfg *workload.File, blocks []*result.Record) (*Result, error) {
+	if cfg == nil {
+		return nil, errors.New("gate: no config")
 	}
-	return x
+	g := cfg.Gate
+	res := &Result{
+		Schema: ResultSchema, Config: cfg.Path,
+		Resamples: cmp.Or(g.Resamples, stats.DefaultResamples), Confidence: cmp.Or(g.Confidence, stats.DefaultConfidence), Seed: g.Seed,
+	}
+	rules := g.Rules
+	if len(rules) == 0 {
+		rules = workload.DefaultRules()
+	}
+	defs := make([]metricDef, len(rules))
+	for i, r := range rules {
+		d, err := lookupMetric(r.Metric)
+		if err != nil {
+			return nil, inputErrorf("%s: gate.rules: %v", cfg.Path, err)
+		}
+		defs[i] = d
+	}
+	byWorkload := map[string][]*result.Record{}
+	var names []string
+	for _, r := range blocks {
+		if r.AB == nil {
+			return nil, inputErrorf("%s: the record of workload %q has no A/B block: not a record of slogate ab", cfg.Path, r.Workload)
+		}
+		if byWorkload[r.Workload] == nil {
+			names = append(names, r.Workload)
+		}
+		byWorkload[r.Workload] = append(byWorkload[r.Workload], r)
+	}
+	if len(names) == 0 {
+		return nil, inputErrorf("no A/B blocks to judge")
+	}
+	for _, name := range names {
+		wr, err := judgeAB(cfg, name, byWorkload[name], rules, defs)
+		if err != nil {
+			return nil, err
+		}
+		res.Workloads = append(res.Workloads, *wr)
+	}
+	vs := make([]Verdict, len(res.Workloads))
+	for i, w := range res.Workloads {
+		vs[i] = w.Verdict
+	}
+	res.Verdict = Worst(vs...)
+	return res, nil
 }
 
-var _ = fmt.Sprintf
+func judgeAB(cfg *workload.File, name string, recs []*result.Record, rules []workload.Rule, defs []metricDef) (*WorkloadResult, error) {
+	slices.SortStableFunc(recs, func(a, b *result.Record) int { return a.AB.Block - b.AB.Block })
+	first := recs[0]
+	wr := &WorkloadResult{Name: name, Hardware: HardwareOf(first), WorkloadHash: first.WorkloadHash, BaselinePath: "A/B: the baseline engine's blocks of this job", Metrics: []MetricResult{}}
+	var base, cand []*result.Record
+	for i, r := range recs {
+		if i > 0 && r.AB.Block == recs[i-1].AB.Block {
+			return nil, inputErrorf("%s: two records of A/B block %d", name, r.AB.Block)
+		}
+		switch r.AB.Side {
+		case result.SideBaseline:
+			base = append(base, r)
+		case result.SideCandidate:
+			cand = append(cand, r)
+		default:
+			return nil, inputErrorf("%s: A/B block %d has side %q; want %q or %q", name, r.AB.Block, r.AB.Side, result.SideBaseline, result.SideCandidate)
+		}
+	}
+	wr.Trials = TrialCounts{Baseline: len(base), Candidate: len(cand)}
+	for _, r := range base {
+		wr.BaselineSummaries = append(wr.BaselineSummaries, r.Summary)
+	}
+	for _, r := range cand {
+		wr.CandidateSummaries = append(wr.CandidateSummaries, r.Summary)
+	}
+	wr.Warnings = append(wr.Warnings, fmt.Sprintf("A/B in one job: %d blocks laid out %s (A: baseline, B: candidate)", len(recs), first.AB.Layout))
+	for _, r := range recs {
+		if why := Unfit(r); why != "" {
+			wr.Verdict, wr.Reason = Error, fmt.Sprintf("the gate refuses to judge this job: block %d (%s): %s", r.AB.Block, r.AB.Side, why)
+			return wr, nil
+		}
+	}
+	if len(base) < 2 || len(cand) < 2 {
+		wr.Verdict, wr.Reason = Incomparable, fmt.Sprintf("%d baseline and %d candidate blocks: an A/B comparison needs at least 2 of each (--blocks 4 or more)", len(base), len(cand))
+		return wr, nil
+	}
+	if base[0].WorkloadHash != cand[0].WorkloadHash {
+		wr.Verdict, wr.Reason = Incomparable, fmt.Sprintf("workload changed: the baseline side's hash %s, the candidate's %s: the two sides did not send the same workload", base[0].WorkloadHash, cand[0].WorkloadHash)
+		return wr, nil
+	}
+	wr.BaselineHash = base[0].WorkloadHash
+	var verdicts []Verdict
+	wr.Drift = CompareEnv(base[0].Environment, cand[0].Environment, cfg.Gate.Drift)
+	for _, d := range wr.Drift {
+		verdicts = append(verdicts, d.Verdict)
+	}
+	t0 := first.Start
+	var ab []abBlock
+	for _, r := range recs {
+		x := runOf(r)
+		ab = append(ab, abBlock{r: x, candidate: r.AB.Side == result.SideCandidate, at: r.Start.Sub(t0).Seconds() + x.window/2})
+	}
+	g := cfg.Gate
+	pol := stats.Policy{Resamples: g.Resamples, Confidence: g.Confidence, Seed: uint64(g.Seed)}
+	for i, rule := range rules {
+		def := defs[i]
+		var m MetricResult
+		switch def.kind {
+		case kindSweep:
+			continue
+		case kindExact:
+			var bruns, cruns []*run
+			for _, b := range ab {
+				if b.candidate {
+					cruns = append(cruns, b.r)
+				} else {
+					bruns = append(bruns, b.r)
+				}
+			}
+			var ok bool
+			if m, ok = evalRule(rule, def, bruns, cruns, nil, g); !ok {
+				continue
+			}
+		default:
+			m = evalBlocks(rule, def, ab, pol)
+		}
+		wr.Metrics = append(wr.Metrics, m)
+		verdicts = append(verdicts, m.Verdict)
+	}
+	wr.Verdict = Worst(verdicts...)
+	return wr, nil
+}

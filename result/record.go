@@ -27,6 +27,8 @@ type Record struct {
 	ToolVersion  string    `json:"tool_version"`
 	Trial        int       `json:"trial,omitempty"` // 1-based when repeats > 1
 	Shard        string    `json:"shard,omitempty"` // "i/n" when sharded
+	// AB places the run in an A/B job (slogate ab); nil otherwise.
+	AB *ABBlock `json:"ab,omitempty"`
 	// RunID is unique to this run. The salt that opens every prompt depends on it, so a
 	// cold run finds nothing of an earlier run in the engine's prefix cache; it is kept
 	// out of the workload hash, so reruns stay comparable.

@@ -1,0 +1,144 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/slogate/slogate/gate"
+	"github.com/slogate/slogate/measure"
+	"github.com/slogate/slogate/report"
+	"github.com/slogate/slogate/result"
+	"github.com/slogate/slogate/workload"
+)
+
+const abUsage = `slogate ab -c FILE --baseline-target URL --candidate-target URL [--baseline-config FILE] [--blocks N] [-w NAME] [-o DIR]
+
+Measures two engines in one job on this machine, in alternating blocks (ABBA ABBA ...;
+A the baseline, B the candidate), each block one run of the workload with its own
+warm-up, and gates the candidate against the baseline measured in the same job, from
+the blocks' spread as well as the requests (a drift over the job that both engines
+share is taken out). The baseline side uses --baseline-config (default FILE) and
+--baseline-target; the candidate side FILE and --candidate-target. A side whose config
+has target.start has its engine started afresh for each of its blocks and stopped after
+it, so two engines can take turns on one GPU. Writes each block's record
+(DIR/<workload>.ab<K>.<side>.json), gate.json, comment.md and report.html as gate and ci
+do (docs/noise.md).
+Exit codes: 0 pass, 1 the gate failed, 2 bad input, 3 an engine or the tool failed.`
+
+// abParams are the two sides of an A/B job.
+type abParams struct {
+	base, cand             *workload.File
+	baseTarget, candTarget string
+	names                  stringList
+	blocks                 int
+	outDir                 string
+}
+
+func (a *app) cmdAB(ctx context.Context, args []string) int {
+	fs := a.flagSet("ab", abUsage)
+	var p abParams
+	config := fs.String("c", "slogate.yaml", "the candidate's workload `file`")
+	fs.StringVar(config, "config", "slogate.yaml", "the candidate's workload `file` (same as -c)")
+	baseConfig := fs.String("baseline-config", "", "the baseline's workload `file` (default: -c)")
+	fs.StringVar(&p.baseTarget, "baseline-target", "", "the baseline engine's base `URL` (default: its config's target.url)")
+	fs.StringVar(&p.candTarget, "candidate-target", "", "the candidate engine's base `URL` (default: its config's target.url)")
+	fs.IntVar(&p.blocks, "blocks", 16, "blocks in the job, both sides together: a multiple of 4 (ABBA), at least 4")
+	fs.Var(&p.names, "w", "workload `name` (repeatable or comma-separated; default: all)")
+	fs.StringVar(&p.outDir, "o", "slogate-out", "output `dir`ectory")
+	if code, ok := a.parse(fs, args); !ok {
+		return code
+	}
+	if p.blocks < 4 || p.blocks%4 != 0 {
+		a.errorf("ab: --blocks %d: want a multiple of 4 (ABBA, so that a linear drift falls equally on both sides), at least 4", p.blocks)
+		return ExitBadInput
+	}
+	if p.cand, _ = a.loadConfig(*config); p.cand == nil {
+		return ExitBadInput
+	}
+	p.base = p.cand
+	if *baseConfig != "" {
+		if p.base, _ = a.loadConfig(*baseConfig); p.base == nil {
+			return ExitBadInput
+		}
+	}
+	res, recs, code := a.abJob(ctx, p)
+	if res == nil {
+		return code
+	}
+	meta := &report.Meta{Schema: report.MetaSchema, Generated: a.now().UTC().Truncate(time.Second), Config: p.cand.Path}
+	md, html, err := renderReports(renderInput{res: res, recs: recs, cfg: p.cand, meta: meta})
+	if err != nil {
+		a.errorf("%v", err)
+		return ExitFailure
+	}
+	rp, err := writeReports(p.outDir, res, meta, md, html)
+	if err != nil {
+		a.errorf("%v", err)
+		return ExitFailure
+	}
+	report.GateTable(a.stdout, res)
+	fmt.Fprintf(a.stdout, "The pull-request comment is in %s, the HTML report in %s.\n", filepath.Join(p.outDir, "comment.md"), rp)
+	if code != ExitOK {
+		return code
+	}
+	return ciResultExit(res, "fail")
+}
+
+// abJob measures the blocks of every selected workload and gates them. It returns the
+// gate result (nil when nothing could be judged), the candidate's block records (what
+// the report renders) and the exit code of the measurement.
+func (a *app) abJob(ctx context.Context, p abParams) (*gate.Result, []*result.Record, int) {
+	selected, err := measure.SelectWorkloads(p.cand, p.names)
+	if err != nil {
+		return nil, nil, a.measureError(err)
+	}
+	layout := gate.Layout(p.blocks)
+	r := a.runner()
+	var all, cand []*result.Record
+	for _, w := range selected {
+		bw := w
+		if p.base != p.cand {
+			ws, err := measure.SelectWorkloads(p.base, []string{w.Name})
+			if err != nil {
+				a.errorf("the baseline config %s has no workload %q: an A/B job needs the workload on both sides", p.base.Path, w.Name)
+				return nil, nil, ExitBadInput
+			}
+			bw = ws[0]
+		}
+		if hb, hc := workload.Hash(p.base, bw), workload.Hash(p.cand, w); hb != hc {
+			fmt.Fprintf(a.stderr, "slogate: warning: %s differs between the two configs (hash %s and %s): the gate will call it incomparable\n", w.Name, hb, hc)
+		}
+		for k, side := range layout {
+			f, wl, target, name := p.base, bw, p.baseTarget, result.SideBaseline
+			if side == 'B' {
+				f, wl, target, name = p.cand, w, p.candTarget, result.SideCandidate
+			}
+			rec, code := a.measureOnce(ctx, r, f, wl, target, p.outDir, measure.Trial{N: k + 1, Of: p.blocks}, fmt.Sprintf("engine.ab%d.%s.log", k+1, name))
+			if rec == nil {
+				return nil, nil, code
+			}
+			rec.AB = &result.ABBlock{Side: name, Block: k + 1, Blocks: p.blocks, Layout: layout, Restarted: f.Target.Start != nil}
+			path := filepath.Join(p.outDir, fmt.Sprintf("%s.ab%d.%s.json", w.Name, k+1, name))
+			if err := result.Write(path, rec); err != nil {
+				a.errorf("writing %s: %v", path, err)
+				return nil, nil, ExitFailure
+			}
+			fmt.Fprintf(a.stderr, "slogate: block %d/%d (%c, %s) of %s: ITL p99 %.2f ms, TTFT p95 %.1f ms, goodput %.3f req/s\n",
+				k+1, p.blocks, side, name, w.Name, rec.Summary.ITLms.P99, rec.Summary.TTFTms.P95, rec.Summary.GoodputRPS)
+			all = append(all, rec)
+			if side == 'B' {
+				cand = append(cand, rec)
+			}
+			if code != ExitOK {
+				return nil, nil, code
+			}
+		}
+	}
+	res, err := gate.EvaluateAB(p.cand, all)
+	if err != nil {
+		return nil, nil, a.gateError(err)
+	}
+	return res, cand, ExitOK
+}

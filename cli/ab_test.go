@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/slogate/slogate/gate"
+	"github.com/slogate/slogate/result"
+)
+
+// TestABAgainstSimulators runs A/B jobs between two simulated engines that target.start
+// starts in turn: a candidate whose steps are twice as long fails, with every block's record
+// placed in the layout; the same engine on both sides passes.
+func TestABAgainstSimulators(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		candArgs string
+		blocks   string
+		want     gate.Verdict
+		code     int
+	}{
+		// Steps of ≈ 10 ms against ≈ 20 ms: well above what a loaded machine adds to a gap.
+		{"slower candidate", "--slowdown 10", "8", gate.Fail, ExitGateFailed},
+		{"same engine", "--slowdown 5", "4", gate.Pass, ExitOK},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			base := writeConfig(t, startedSimConfig(t, "--slowdown 5"))
+			cand := writeConfig(t, startedSimConfig(t, c.candArgs))
+			dir := t.TempDir()
+			a, out, errb := testApp(t)
+			code := a.run(context.Background(), []string{"ab", "-c", cand, "--baseline-config", base, "--blocks", c.blocks, "-o", dir})
+			raw, err := os.ReadFile(filepath.Join(dir, "gate.json"))
+			if err != nil {
+				t.Fatalf("exit %d, no gate.json: %v\n%s\n%s", code, err, out, errb)
+			}
+			var res gate.Result
+			if err := json.Unmarshal(raw, &res); err != nil {
+				t.Fatal(err)
+			}
+			var itl *gate.MetricResult
+			for i, m := range res.Workloads[0].Metrics {
+				if m.Metric == "itl_p99" {
+					itl = &res.Workloads[0].Metrics[i]
+				}
+			}
+			if itl == nil || itl.Method != gate.MethodBlocks || itl.Noise == nil || itl.Noise.Source != "blocks" {
+				t.Fatalf("itl_p99 %+v", itl)
+			}
+			if res.Verdict != c.want || code != c.code {
+				t.Fatalf("verdict %s exit %d, want %s %d; itl_p99 %s ratio %v [%v, %v]\n%s", res.Verdict, code, c.want, c.code, itl.Verdict, *itl.Ratio, *itl.Lo, *itl.Hi, errb)
+			}
+			layout := gate.Layout(len(itl.BaselineTrials) + len(itl.CandidateTrials))
+			for k, side := range layout {
+				name := result.SideBaseline
+				if side == 'B' {
+					name = result.SideCandidate
+				}
+				rec, err := result.Read(filepath.Join(dir, "small.ab"+itoa(k+1)+"."+name+".json"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rec.AB == nil || rec.AB.Block != k+1 || rec.AB.Layout != layout || !rec.AB.Restarted || rec.Warmup == nil || rec.Warmup.EngineStartS <= 0 {
+					t.Errorf("block %d: ab %+v warm-up %+v", k+1, rec.AB, rec.Warmup)
+				}
+			}
+			for _, f := range []string{"comment.md", "report.html"} {
+				if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+					t.Error(err)
+				}
+			}
+			if md, _ := os.ReadFile(filepath.Join(dir, "comment.md")); !strings.Contains(string(md), layout) {
+				t.Errorf("the comment does not say how the blocks were laid out (%s)", layout)
+			}
+		})
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
