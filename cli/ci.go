@@ -104,6 +104,8 @@ func (a *app) cmdCI(ctx context.Context, args []string) int {
 		return c.modeAudit(ctx)
 	case "merge":
 		return c.modeMerge(ctx)
+	case "ab":
+		return c.modeAB(ctx)
 	}
 	return c.modeGate(ctx)
 }
@@ -188,6 +190,12 @@ func (c *ci) gateRecords(ctx context.Context, recs []*result.Record, code int) i
 		}
 		return ExitFailure
 	}
+	return c.publish(ctx, res, recs, store)
+}
+
+// publish writes every report of a gate result, then posts it: the job summary, the
+// annotations, the outputs and the sticky comment.
+func (c *ci) publish(ctx context.Context, res *gate.Result, recs []*result.Record, store gate.Store) int {
 	c.out.Verdict = string(res.Verdict)
 	marker := ghaction.Marker(c.in.Config)
 	meta := c.meta(ctx, marker, res)
@@ -422,13 +430,21 @@ func ciExitCode(v gate.Verdict, failOn string) int {
 }
 
 func (c *ci) modeBaseline(ctx context.Context) int {
-	recs, code := c.run(ctx)
-	if code != ExitOK || len(recs) == 0 {
-		c.out.Verdict = "error"
-		c.setOutputs()
-		return max(code, ExitFailure)
+	var written []string
+	code := ExitOK
+	if n := c.in.CalibrateRuns; n > 1 {
+		// A calibration: n A/A runs become the baseline, with each gated metric's
+		// run-to-run spread stored beside them.
+		written, code = c.calibrate(ctx, c.f, runParams{config: c.f.Path, target: c.in.Target, outDir: c.outDir}, n, baselineStore(c.f, ""))
+	} else {
+		recs, rc := c.run(ctx)
+		if rc != ExitOK || len(recs) == 0 {
+			c.out.Verdict = "error"
+			c.setOutputs()
+			return max(rc, ExitFailure)
+		}
+		written, code = c.updateBaselines(c.f, recs, nil, c.outDir, baselineStore(c.f, ""))
 	}
-	written, code := c.updateBaselines(c.f, recs, nil, c.outDir, baselineStore(c.f, ""))
 	if code != ExitOK {
 		c.out.Verdict = "error"
 		c.setOutputs()

@@ -11,6 +11,7 @@ package ghaction
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -38,11 +39,16 @@ type Inputs struct {
 	// CommentRequired makes a failure to post the comment fail the step
 	// (fail-on-comment-error); otherwise it is a warning and the verdict decides.
 	CommentRequired bool
+	// CalibrateRuns > 1 makes mode baseline a calibration: that many A/A runs, stored
+	// with the baseline as each gated metric's run-to-run spread (slogate calibrate).
+	CalibrateRuns int
+	// Blocks is the number of A/B blocks of mode ab (slogate ab --blocks); 0: 16.
+	Blocks int
 }
 
 // Valid values of the enumerated inputs, in the order the errors list them.
 var (
-	Modes   = []string{"gate", "baseline", "audit", "run", "merge"}
+	Modes   = []string{"gate", "baseline", "audit", "run", "merge", "ab"}
 	FailOns = []string{"fail", "warn", "never"}
 	// CommentModes say when the sticky comment is posted: always; not-pass only when the
 	// verdict is not a pass (an existing comment is still updated when the state returns
@@ -104,7 +110,26 @@ func ReadInputs(a *githubactions.Action) (Inputs, error) {
 	if in.CommentRequired, err = boolInput(a, "fail-on-comment-error", false); err != nil {
 		errs = append(errs, err)
 	}
+	if in.CalibrateRuns, err = intInput(a, "calibrate-runs", 0, func(n int) bool { return n == 0 || n >= 2 }, "0 (no calibration) or at least 2"); err != nil {
+		errs = append(errs, err)
+	}
+	if in.Blocks, err = intInput(a, "blocks", 0, func(n int) bool { return n >= 4 && n%4 == 0 }, "a multiple of 4, at least 4"); err != nil {
+		errs = append(errs, err)
+	}
 	return in, errors.Join(errs...)
+}
+
+// intInput reads a whole-number input, def when empty; valid says what ok accepts.
+func intInput(a *githubactions.Action, name string, def int, ok func(int) bool, valid string) (int, error) {
+	v := a.GetInput(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || !ok(n) {
+		return def, fmt.Errorf("input %q: invalid value %q; valid values: %s", name, v, valid)
+	}
+	return n, nil
 }
 
 // Comment modes.

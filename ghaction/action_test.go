@@ -98,10 +98,10 @@ func TestReadInputsInvalid(t *testing.T) {
 	}{
 		// A typo in mode.
 		{"mode", map[string]string{"INPUT_MODE": "gat"},
-			[]string{`input "mode": invalid value "gat"; valid values: "gate", "baseline", "audit", "run", "merge"`}},
+			[]string{`input "mode": invalid value "gat"; valid values: "gate", "baseline", "audit", "run", "merge", "ab"`}},
 		// Values are case-sensitive, as in action.yml.
 		{"mode case", map[string]string{"INPUT_MODE": "Gate"},
-			[]string{`input "mode": invalid value "Gate"; valid values: "gate", "baseline", "audit", "run", "merge"`}},
+			[]string{`input "mode": invalid value "Gate"; valid values: "gate", "baseline", "audit", "run", "merge", "ab"`}},
 		// A plausible but wrong fail-on.
 		{"fail-on", map[string]string{"INPUT_FAIL-ON": "error"},
 			[]string{`input "fail-on": invalid value "error"; valid values: "fail", "warn", "never"`}},
@@ -114,7 +114,7 @@ func TestReadInputsInvalid(t *testing.T) {
 		// All problems are reported at once.
 		{"all at once", map[string]string{"INPUT_MODE": "x", "INPUT_FAIL-ON": "y", "INPUT_COMMENT": "z", "INPUT_ALLOW-FORK-PRS": "w"},
 			[]string{
-				`input "mode": invalid value "x"; valid values: "gate", "baseline", "audit", "run", "merge"`,
+				`input "mode": invalid value "x"; valid values: "gate", "baseline", "audit", "run", "merge", "ab"`,
 				`input "fail-on": invalid value "y"; valid values: "fail", "warn", "never"`,
 				`input "comment": invalid value "z"; valid values: "always", "not-pass", "never" (true and false are the older spellings of always and never)`,
 				`input "allow-fork-prs": invalid value "w"; valid values: "true", "True", "TRUE", "false", "False", "FALSE"`,

@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/slogate/slogate/gate"
+)
+
+// TestCIModeABAndCalibration: mode baseline with calibrate-runs writes a calibrated
+// baseline; mode ab on a pull request takes the baseline side from the base commit's
+// config (git show BASE:./slogate.yaml), measures both in alternating blocks, gates the
+// candidate against it and comments once.
+func TestCIModeABAndCalibration(t *testing.T) {
+	dir := t.TempDir()
+	head := startedSimConfig(t, "--slowdown 5")
+	baseCfg := startedSimConfig(t, "--slowdown 5")
+	if err := os.WriteFile(filepath.Join(dir, "slogate.yaml"), []byte(head), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gh := newFakeGitHub(t)
+	prEvent := filepath.Join(dir, "pr.json")
+	os.WriteFile(prEvent, []byte(`{"pull_request":{"number":7,"head":{"sha":"0123456789abcdef","repo":{"full_name":"acme/serving","fork":false}},"base":{"sha":"fedcba9876543210","repo":{"full_name":"acme/serving"}}}}`), 0o644)
+	pushEvent := filepath.Join(dir, "push.json")
+	os.WriteFile(pushEvent, []byte(`{"ref":"refs/heads/main"}`), 0o644)
+	var shown []string
+	git := func(ctx context.Context, d string, args ...string) ([]byte, error) {
+		if len(args) == 2 && args[0] == "show" {
+			shown = append(shown, args[1])
+			return []byte(baseCfg), nil
+		}
+		return fakeGit(ctx, d, args...)
+	}
+	ci := func(mode, event, eventPath string, extra map[string]string) (int, string) {
+		t.Helper()
+		env := map[string]string{
+			"INPUT_CONFIG": "slogate.yaml", "INPUT_MODE": mode, "INPUT_GITHUB-TOKEN": "tok-1",
+			"INPUT_WORKING-DIRECTORY": dir, "GITHUB_API_URL": gh.srv.URL, "GITHUB_REPOSITORY": "acme/serving",
+			"GITHUB_EVENT_NAME": event, "GITHUB_EVENT_PATH": eventPath, "GITHUB_OUTPUT": filepath.Join(dir, "out-"+mode),
+			"GITHUB_STEP_SUMMARY": filepath.Join(dir, "summary-"+mode), "GITHUB_SERVER_URL": "https://github.com", "GITHUB_RUN_ID": "42",
+		}
+		for k, v := range extra {
+			env[k] = v
+		}
+		a, out, errb := testApp(t)
+		a.getenv = func(k string) string { return env[k] }
+		a.git = git
+		code := a.run(context.Background(), []string{"ci"})
+		return code, out.String() + errb.String()
+	}
+
+	code, log := ci("baseline", "push", pushEvent, map[string]string{"INPUT_CALIBRATE-RUNS": "2", "INPUT_GITHUB-TOKEN": ""})
+	if code != ExitOK {
+		t.Fatalf("baseline: exit %d\n%s", code, log)
+	}
+	b, _, err := gate.DirStore(filepath.Join(dir, "baselines")).Lookup("small", "sim")
+	if err != nil || b == nil || b.Noise == nil || b.Noise.Runs != 2 || len(b.Trials) != 2 {
+		t.Fatalf("calibrated baseline %+v %v\n%s", b, err, log)
+	}
+
+	code, log = ci("ab", "pull_request", prEvent, map[string]string{"INPUT_BLOCKS": "4"})
+	if code != ExitOK {
+		t.Fatalf("ab: exit %d\n%s", code, log)
+	}
+	if len(shown) != 1 || shown[0] != "fedcba9876543210:./slogate.yaml" {
+		t.Errorf("git show calls %q", shown)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "slogate-out", "gate.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res gate.Result
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatal(err)
+	}
+	w := res.Workloads[0]
+	if w.Trials != (gate.TrialCounts{Baseline: 2, Candidate: 2}) || res.Verdict != gate.Pass {
+		t.Errorf("ab: verdict %s, trials %+v\n%s", res.Verdict, w.Trials, log)
+	}
+	gh.mu.Lock()
+	defer gh.mu.Unlock()
+	if len(gh.comments) != 1 || !strings.Contains(gh.comments[0].Body, "ABBA") {
+		t.Errorf("comments %+v", gh.comments)
+	}
+	if matches, _ := filepath.Glob(filepath.Join(dir, ".slogate-base-*")); len(matches) != 0 {
+		t.Errorf("the base config was left behind: %v", matches)
+	}
+}
