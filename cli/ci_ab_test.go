@@ -78,7 +78,8 @@ func TestCIModeABAndCalibration(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := res.Workloads[0]
-	if w.Trials != (gate.TrialCounts{Baseline: 2, Candidate: 2}) || res.Verdict != gate.Pass {
+	// The same engine on both sides: pass, or on a loaded machine warn, never fail.
+	if w.Trials != (gate.TrialCounts{Baseline: 2, Candidate: 2}) || (res.Verdict != gate.Pass && res.Verdict != gate.Warn) {
 		t.Errorf("ab: verdict %s, trials %+v\n%s", res.Verdict, w.Trials, log)
 	}
 	gh.mu.Lock()

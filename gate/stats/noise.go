@@ -256,7 +256,7 @@ func combined(res Result, d, within, df float64, nz *Noise) Result {
 			fmtPct(pol.Tolerance), 100*res.Resolution, 100*(math.Exp(q*nz.Between)-1), 100*(math.Exp(q*math.Sqrt(within))-1)))
 	}
 	if total == 0 {
-		res.Warnings = append(res.Warnings, "the interval has no width: no request and no run moved this metric; a metric that varies between runs needs its spread measured (`slogate calibrate`)")
+		res.Warnings = append(res.Warnings, "the interval has no width: neither the requests nor the runs compared moved this metric")
 	}
 	return res
 }
