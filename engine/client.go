@@ -255,6 +255,11 @@ func (c *Client) Stream(ctx context.Context, req *Request, res *Result) {
 	}
 	defer checkUsage(req, res)
 	res.ChunkLimit = MaxChunks(req.MaxTokens)
+	if n := min(req.MaxTokens, maxGapsHint) - 1; cap(res.Gaps) < n {
+		// One allocation for the gaps a full answer brings, rather than a doubling
+		// series whose discarded halves are as large again while thousands stream.
+		res.Gaps = make([]time.Duration, 0, n)
+	}
 	if c.readStream(ctx, resp.Body, resp.Header.Get("Content-Type"), res) {
 		// Read on to the end of the body so that the transport can reuse the
 		// connection, but not for long: what follows [DONE] is not part of the
@@ -305,6 +310,10 @@ func ctxReason(ctx context.Context, err error) string {
 	}
 	return ""
 }
+
+// maxGapsHint caps the gaps allocated ahead of a stream (8 KiB of them); a longer answer
+// grows the buffer as it comes.
+const maxGapsHint = 1024
 
 // What is read after [DONE] to let the connection be reused, and for how long.
 const (

@@ -777,3 +777,19 @@ func TestStreamMemoryPerOpenStream(t *testing.T) {
 		t.Errorf("%d B of live heap per open stream, want at most %d", per, 48<<10)
 	}
 }
+
+// TestStreamGapsAllocatedOnce: the gaps of a full answer fit the buffer allocated before
+// the stream, so that it never grows through a series of discarded copies.
+func TestStreamGapsAllocatedOnce(t *testing.T) {
+	const n = 20
+	srv := newServer(t, func(rw http.ResponseWriter, r *http.Request) {
+		rw.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(rw, strings.Repeat(tok+"\n\n", n)+finish+"\n\ndata: [DONE]\n\n")
+	})
+	c := NewClient(ClientOptions{BaseURL: srv.URL})
+	res := new(Result)
+	c.Stream(t.Context(), &Request{API: APICompletions, Model: "m", Prompt: "p", MaxTokens: n}, res)
+	if !res.OK() || len(res.Gaps) != n-1 || cap(res.Gaps) != n-1 {
+		t.Errorf("reason %q, %d gaps in a buffer of %d, want %d in %d", res.ErrReason, len(res.Gaps), cap(res.Gaps), n-1, n-1)
+	}
+}
