@@ -82,6 +82,9 @@ func shardSets(paths []string) ([][]*result.Record, error) {
 // its records; it returns them with the exit code.
 func (a *app) mergeSets(sets [][]*result.Record, dir string) ([]*result.Record, int) {
 	var recs []*result.Record
+	// The merge is the run whose records this directory holds now: its manifest lists
+	// them, so that gate and report judge exactly these and pass over older records.
+	manifest := &result.Manifest{Start: a.now().UTC(), Records: []result.ManifestEntry{}}
 	for _, set := range sets {
 		m, err := measure.Merge(set...)
 		if err != nil {
@@ -95,6 +98,11 @@ func (a *app) mergeSets(sets [][]*result.Record, dir string) ([]*result.Record, 
 		}
 		fmt.Fprintf(a.stderr, "slogate: merged %d shards of %s into %s\n", len(set), m.Workload, path)
 		recs = append(recs, m)
+		manifest.Records = append(manifest.Records, result.ManifestEntry{File: filepath.Base(path), Workload: m.Workload, Trial: m.Trial})
+	}
+	if err := result.WriteManifest(dir, manifest); err != nil {
+		a.errorf("writing the manifest of %s: %v", dir, err)
+		return recs, ExitFailure
 	}
 	return recs, ExitOK
 }

@@ -363,6 +363,12 @@ func TestCIShardMatrixFanIn(t *testing.T) {
 	if len(m.Shards) != 3 || m.Sync == nil || len(m.Requests) != 90 {
 		t.Errorf("merged record: %d shards, sync %+v, %d requests", len(m.Shards), m.Sync, len(m.Requests))
 	}
+	// The fan-in's results directory lists the merged record as its run: a later
+	// `slogate report -r` or `gate -r` reads it, not the baseline step's run record.
+	run, _, err := result.ReadRun(filepath.Join(fanIn, "slogate-out"))
+	if err != nil || len(run) != 1 || len(run[0].Shards) != 3 {
+		t.Errorf("the results directory's run: %d records, %v", len(run), err)
+	}
 	gh.mu.Lock()
 	defer gh.mu.Unlock()
 	if len(gh.comments) != 1 || !strings.Contains(gh.comments[0].Body, "small") {
