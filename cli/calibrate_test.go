@@ -22,7 +22,7 @@ func startedSimConfig(t *testing.T, simArgs string) string {
 	}
 	cfg := strings.Replace(tinyConfig, "target: {api: completions, engine: auto}",
 		"target:\n  url: http://"+addr+"\n  api: completions\n  start:\n    command: ["+self+"]\n    env: {SLOGATE_TEST_SIM_ADDR: \""+addr+"\", SLOGATE_TEST_SIM_ARGS: \""+simArgs+"\"}\n    ready_timeout: 60s", 1)
-	return strings.Replace(cfg, "    timeout: 20s\n", "    timeout: 20s\n    max_dispatch_lag: 1s\n", 1)
+	return strings.Replace(cfg, "    timeout: 20s\n", "    timeout: 20s\n    max_dispatch_lag: 30s\n", 1)
 }
 
 // TestCalibrateStoresTheSpread: three A/A runs, each on a fresh start of an engine whose

@@ -18,7 +18,7 @@ func ciWith(t *testing.T, inputs map[string]string, commentStatus int) (code int
 	t.Helper()
 	url := startSim(t, sim.Options{Seed: 1})
 	dir := t.TempDir()
-	cfg := strings.Replace(tinyConfig, "    timeout: 20s\n", "    timeout: 20s\n    max_dispatch_lag: 1s\n", 1) +
+	cfg := strings.Replace(tinyConfig, "    timeout: 20s\n", "    timeout: 20s\n    max_dispatch_lag: 30s\n", 1) +
 		"gate:\n  baselines: baselines\n  missing_baseline: allow\n"
 	if err := os.WriteFile(filepath.Join(dir, "slogate.yaml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)

@@ -27,7 +27,7 @@ workloads:
     prompt_tokens: {dist: fixed, value: 64}
     output_tokens: {dist: fixed, value: 150}
     timeout: 30s
-    max_dispatch_lag: 1s
+    max_dispatch_lag: 30s
     slo: {ttft: {p95: 2s}, tpot: {p95: 40ms}}
 gate:
   baselines: baselines

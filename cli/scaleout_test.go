@@ -21,7 +21,7 @@ import (
 // run with an unsharded one) and a dispatch-lag bound a loaded test machine keeps.
 var scaleConfig = strings.NewReplacer(
 	"    requests: 40\n", "    requests: 90\n",
-	"    timeout: 20s\n", "    timeout: 20s\n    max_dispatch_lag: 5s\n",
+	"    timeout: 20s\n", "    timeout: 20s\n    max_dispatch_lag: 30s\n",
 ).Replace(tinyConfig)
 
 // runShards runs n shards of cfg against url, shard k launched k×stagger after the first,

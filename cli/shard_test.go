@@ -14,7 +14,7 @@ import (
 
 func TestShardedRunMergesToTheWholeSchedule(t *testing.T) {
 	url := startSim(t, sim.Options{Seed: 1})
-	cfgText := strings.Replace(tinyConfig, "    timeout: 20s\n", "    timeout: 20s\n    max_dispatch_lag: 1s\n", 1)
+	cfgText := strings.Replace(tinyConfig, "    timeout: 20s\n", "    timeout: 20s\n    max_dispatch_lag: 30s\n", 1)
 	cfg := writeConfig(t, cfgText)
 	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
 	// Three machines, started at different moments, each with its own output directory.

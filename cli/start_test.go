@@ -52,7 +52,7 @@ func TestRunStartsAndStopsTheEngine(t *testing.T) {
 	}
 	cfg := strings.Replace(tinyConfig, "target: {api: completions, engine: auto}",
 		"target:\n  url: http://"+addr+"\n  api: completions\n  start:\n    command: ["+self+"]\n    env: {SLOGATE_TEST_SIM_ADDR: \""+addr+"\"}\n    ready_timeout: 60s", 1)
-	cfg = strings.Replace(cfg, "    timeout: 20s\n", "    timeout: 20s\n    max_dispatch_lag: 1s\n", 1)
+	cfg = strings.Replace(cfg, "    timeout: 20s\n", "    timeout: 20s\n    max_dispatch_lag: 30s\n", 1)
 	path := writeConfig(t, cfg)
 	dir := t.TempDir()
 	a, out, errb := testApp(t)

@@ -375,8 +375,22 @@ func TestInterrupt(t *testing.T) {
 			f := newFake(epoch, 120*time.Millisecond, 1, 0, false)
 			cfg := tt.cfg(baseConfig(f, nil, epoch))
 			ctx, cancel := context.WithCancel(t.Context())
-			timer := time.AfterFunc(300*time.Millisecond, cancel)
-			defer timer.Stop()
+			defer cancel()
+			// Interrupt once some request has finished and another is in flight (not
+			// after a fixed time: on a loaded machine the dispatcher may have sent
+			// nothing new by then, and nothing would be in flight to cancel).
+			go func() {
+				for ctx.Err() == nil {
+					f.mu.Lock()
+					inFlight := f.active
+					f.mu.Unlock()
+					if f.finished.Load() >= 2 && inFlight >= 1 {
+						cancel()
+						return
+					}
+					time.Sleep(2 * time.Millisecond)
+				}
+			}()
 			out, err := Run(ctx, cfg)
 			if err != nil {
 				t.Fatal(err)
