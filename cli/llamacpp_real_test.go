@@ -188,10 +188,12 @@ func TestLlamaCppReal(t *testing.T) {
 
 	var run1 *result.Record
 	var run1Dir string
+	// The cold runs' directories outlive their subtest: the next one gates run 1.
+	runDirs := [2]string{t.TempDir(), t.TempDir()}
 	t.Run("cold-runs", func(t *testing.T) {
 		var processed [2]float64
 		for i := range 2 {
-			dir := t.TempDir()
+			dir := runDirs[i]
 			rec, code, _ := s.run(t, cfg, "llamacpp-smoke", dir)
 			sum := rec.Summary
 			e := rec.Engine

@@ -44,7 +44,7 @@ func TestLlamaCppRealIdentity(t *testing.T) {
 	var slots []struct {
 		NCtx int `json:"n_ctx"`
 	}
-	p := &prober{base: baseURL(url), http: http.DefaultClient}
+	p := &prober{base: baseURL(url), http: http.DefaultClient, timeout: DefaultProbeTimeout}
 	if !p.getJSON(context.Background(), "/slots", &slots) || len(slots) != 4 {
 		t.Fatalf("/slots: %+v", slots)
 	}

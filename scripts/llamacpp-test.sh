@@ -12,8 +12,8 @@
 #
 # Environment: SLOGATE_CACHE and SLOGATE_MODEL, as scripts/llamacpp.sh reads them;
 # LLAMACPP_CONFIGS (default "4 auto": the -np values to test, "auto" for none);
-# LLAMACPP_PENDING (checks whose fix is not in yet, logged instead of failing; default
-# "cold closed-connection"; set it empty to make every check count);
+# LLAMACPP_PENDING (checks to log instead of fail, e.g. "cold closed-connection" while
+# bisecting; default empty: every check counts);
 # LLAMACPP_BUILD_TIMEOUT (seconds for a first build, default 3600) and
 # LLAMACPP_TEST_TIMEOUT (seconds for each package's tests, default 420).
 set -euo pipefail
@@ -23,7 +23,7 @@ cd "$REPO_ROOT"
 BUILD_TIMEOUT=${LLAMACPP_BUILD_TIMEOUT:-3600}
 TEST_TIMEOUT=${LLAMACPP_TEST_TIMEOUT:-420}
 CONFIGS=${LLAMACPP_CONFIGS:-4 auto}
-export SLOGATE_LLAMACPP_PENDING=${LLAMACPP_PENDING-cold closed-connection}
+export SLOGATE_LLAMACPP_PENDING=${LLAMACPP_PENDING-}
 
 t0=$SECONDS
 log() { printf 'llamacpp-test: %s\n' "$*" >&2; }

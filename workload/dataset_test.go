@@ -43,7 +43,7 @@ func TestDatasetRequests(t *testing.T) {
 			}
 			for i := range 2 * len(ds.Entries) {
 				it, e := g.Request(i), ds.Entries[i%len(ds.Entries)]
-				if !strings.HasSuffix(it.Prompt, e.Prompt) || !strings.HasPrefix(it.Prompt, "[slogate ") {
+				if !strings.HasSuffix(it.Prompt, e.Prompt) || !saltRE.MatchString(it.Prompt) {
 					t.Fatalf("request %d: prompt %.60q does not end with entry line %d", i, it.Prompt, e.Line)
 				}
 				if it != g.Request(i) {

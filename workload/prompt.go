@@ -108,10 +108,13 @@ func corpusText(p, n int) string {
 }
 
 // saltLen is the length of a salt for an index below a million.
-const saltLen = len("[slogate 7f3a9c12 r000123] ")
+const saltLen = len("[7f3a9c12 r000123 slogate] ")
 
-// appendSalt appends the unique marker of request (phase, i): "[slogate HHHHHHHH r000123] "
-// for measured requests, "w000123" for warm-up ones. The hex comes from (seed, run, phase,
+// appendSalt appends the unique marker of request (phase, i): "[HHHHHHHH r000123 slogate] "
+// for measured requests, "w000123" for warm-up ones. The hex comes first: an engine that
+// caches prompt tokens one by one (llama.cpp) reuses any common opening, and a fixed
+// "[slogate " first made about 15% of a short cold prompt's tokens hits on stories260K's
+// tokenizer. The hex comes from (seed, run, phase,
 // i), so two workloads with different seeds never share a prefix either, and two runs of
 // one workload with different run keys (see Generator.SetRunID) share none: a rerun
 // against the same server is as cold as the first run. The index makes it unique within
@@ -122,7 +125,7 @@ func appendSalt(dst []byte, seed int64, run uint64, phase uint64, i int) []byte 
 		r = newRNG(seed, streamSalt, phase, uint64(i), run)
 	}
 	h := uint32(r.uint64() >> 32)
-	dst = append(dst, "[slogate "...)
+	dst = append(dst, '[')
 	const hexDigits = "0123456789abcdef"
 	for shift := 28; shift >= 0; shift -= 4 {
 		dst = append(dst, hexDigits[(h>>uint(shift))&0xf])
@@ -136,7 +139,7 @@ func appendSalt(dst []byte, seed int64, run uint64, phase uint64, i int) []byte 
 		dst = append(dst, '0')
 	}
 	dst = strconv.AppendInt(dst, int64(i), 10)
-	return append(dst, "] "...)
+	return append(dst, " slogate] "...)
 }
 
 // charsFor converts tokens to corpus bytes at the current calibration.
@@ -163,7 +166,7 @@ func (g *Generator) groupPrefix(grp int) string {
 // rag:    run salt + the request's documents (see ragDocs) + salt + text, the same way:
 // requests that drew the same leading documents share them as a prefix.
 //
-// Members of a group also share the salt's opening "[slogate " (a few tokens, less than
+// Members of a group also share the salt's opening "[" (a token, less than
 // one KV-cache block), so the cache-visible common prefix is the group prefix.
 func (g *Generator) prompt(phase uint64, i, tokens int) string {
 	var saltBuf [40]byte

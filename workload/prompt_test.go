@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -55,14 +56,14 @@ func TestAppendSalt(t *testing.T) {
 		i     int
 		tail  string
 	}{
-		{"index zero-padded to six digits", phaseMeasured, 123, " r000123] "},
-		{"warm-up salts are marked apart", phaseWarmup, 7, " w000007] "},
-		{"indexes past a million still fit", phaseMeasured, 1234567, " r1234567] "},
+		{"index zero-padded to six digits", phaseMeasured, 123, " r000123 slogate] "},
+		{"warm-up salts are marked apart", phaseWarmup, 7, " w000007 slogate] "},
+		{"indexes past a million still fit", phaseMeasured, 1234567, " r1234567 slogate] "},
 	}
 	for _, c := range cases {
 		s := string(appendSalt(nil, 9, 0, c.phase, c.i))
-		if !strings.HasPrefix(s, "[slogate ") || !strings.HasSuffix(s, c.tail) || len(s) != saltLen+len(c.tail)-len(" r000123] ") {
-			t.Errorf("%s: salt %q, want [slogate XXXXXXXX%s", c.why, s, c.tail)
+		if !saltRE.MatchString(s) || !strings.HasSuffix(s, c.tail) || len(s) != saltLen+len(c.tail)-len(" r000123 slogate] ") {
+			t.Errorf("%s: salt %q, want [XXXXXXXX%s", c.why, s, c.tail)
 		}
 	}
 	if a, b := appendSalt(nil, 1, 0, phaseMeasured, 5), appendSalt(nil, 2, 0, phaseMeasured, 5); string(a) == string(b) {
@@ -86,7 +87,7 @@ func TestColdPromptsNeverSharePrefix(t *testing.T) {
 	g := mustGenerator(t, promptWorkload(PrefixCache{Mode: PrefixCold}, LengthDist{Dist: DistUniform, Min: 20, Max: 400}))
 	seen := map[string]string{}
 	check := func(it Item) {
-		if !strings.HasPrefix(it.Prompt, "[slogate ") {
+		if !saltRE.MatchString(it.Prompt) {
 			t.Fatalf("item %d (warm-up %v): prompt does not open with the salt: %q", it.Index, it.Warmup, it.Prompt[:40])
 		}
 		head := it.Prompt[:32]
@@ -132,8 +133,7 @@ func TestSharedPrefixGroups(t *testing.T) {
 	items := make([]Item, 30)
 	for i := range items {
 		items[i] = g.Request(i)
-		want := prefixes[i%groups] + " [slogate "
-		if !strings.HasPrefix(items[i].Prompt, want) {
+		if p := items[i].Prompt; !strings.HasPrefix(p, prefixes[i%groups]+" ") || !saltRE.MatchString(p[len(prefixes[i%groups])+1:]) {
 			t.Fatalf("item %d does not open with its group's prefix and salt", i)
 		}
 		if n := len(items[i].Prompt); math.Abs(float64(n)-600*DefaultCharsPerToken) > 60 {
@@ -145,7 +145,7 @@ func TestSharedPrefixGroups(t *testing.T) {
 			cp := commonPrefix(items[i].Prompt, items[j].Prompt)
 			if i%groups == j%groups {
 				// Same group: exactly the prefix, plus the salt's fixed opening, is shared.
-				lo, hi := len(prefixes[i%groups]), len(prefixes[i%groups])+len(" [slogate ")+8
+				lo, hi := len(prefixes[i%groups]), len(prefixes[i%groups])+len(" [")+8
 				if cp < lo || cp >= hi {
 					t.Errorf("items %d and %d (group %d) share %d bytes, want the %d-byte prefix and then differ in the salt", i, j, i%groups, cp, lo)
 				}
@@ -303,3 +303,7 @@ func TestColdRunIDChangesOnlyTheSalt(t *testing.T) {
 		}
 	}
 }
+
+// saltRE is how every salted prompt opens: the request's hex first, so that no two
+// requests share an opening token.
+var saltRE = regexp.MustCompile(`^\[[0-9a-f]{8} [rw][0-9]{6,} slogate\] `)
