@@ -17,6 +17,7 @@ import (
 	"github.com/slogate/slogate/capacity"
 	"github.com/slogate/slogate/gate"
 	"github.com/slogate/slogate/ghaction"
+	"github.com/slogate/slogate/measure"
 	"github.com/slogate/slogate/report"
 	"github.com/slogate/slogate/result"
 	"github.com/slogate/slogate/workload"
@@ -124,7 +125,62 @@ func (c *ci) run(ctx context.Context) ([]*result.Record, int) {
 	if len(recs) > 0 {
 		c.headline(recs[0])
 	}
+	if code == ExitOK && c.in.Shard == "" {
+		code = c.sweepRequested(ctx)
+	}
 	return recs, code
+}
+
+// sweepRequested sweeps every workload whose config asks for it (sweep:) after the run,
+// writing DIR/<name>.sweep.json beside the run records, so that the fleet section prices
+// the capacity its SLO allows and mode baseline commits a sweep baseline.
+func (c *ci) sweepRequested(ctx context.Context) int {
+	var ws []*workload.Workload
+	for i := range c.f.Workloads {
+		if c.f.Workloads[i].Sweep != nil {
+			ws = append(ws, &c.f.Workloads[i])
+		}
+	}
+	if len(ws) == 0 {
+		return ExitOK
+	}
+	if c.f.Target.Start != nil {
+		c.errorf("warning: sweep: is not run with target.start (the engine the run started is stopped); run slogate sweep against a running engine")
+		return ExitOK
+	}
+	t, err := c.runner().Prepare(ctx, c.f, c.in.Target)
+	if err != nil {
+		return c.measureError(err)
+	}
+	for _, w := range ws {
+		sw := w.Sweep
+		p := sweepParams{name: w.Name, target: c.in.Target, outDir: c.outDir, SweepParams: measure.SweepParams{
+			MinRate: sw.MinRate, MaxRate: sw.MaxRate, Precision: sw.Precision, StepRequests: sw.StepRequests, StepDuration: sw.StepDuration}}
+		if p.MinRate == 0 {
+			p.MinRate = defaultSweepMinRate
+		}
+		if p.MaxRate == 0 {
+			p.MaxRate = defaultSweepMaxRate
+		}
+		if p.Precision == 0 {
+			p.Precision = defaultSweepPrecision
+		}
+		if msg := p.check(); msg != "" {
+			c.errorf("%s: sweep: %s", w.Name, msg)
+			return ExitBadInput
+		}
+		rec, code := c.sweep(ctx, c.f, w, t, p)
+		path := filepath.Join(c.outDir, w.Name+".sweep.json")
+		if err := result.WriteSweep(path, rec); err != nil {
+			c.errorf("writing %s: %v", path, err)
+			return ExitFailure
+		}
+		report.SweepTable(c.stdout, rec, path)
+		if code != ExitOK {
+			return code
+		}
+	}
+	return ExitOK
 }
 
 // headline fills the number outputs from the first workload's record.
@@ -443,7 +499,8 @@ func (c *ci) modeBaseline(ctx context.Context) int {
 			c.setOutputs()
 			return max(rc, ExitFailure)
 		}
-		written, code = c.updateBaselines(c.f, recs, nil, c.outDir, baselineStore(c.f, ""))
+		sweeps, _ := result.ReadSweepsDir(c.outDir)
+		written, code = c.updateAllBaselines(c.f, recs, sweeps, nil, c.outDir, baselineStore(c.f, ""))
 	}
 	if code != ExitOK {
 		c.out.Verdict = "error"

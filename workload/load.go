@@ -741,6 +741,17 @@ func (d *decoder) workload(path string, n *yaml.Node) Workload {
 		}},
 		{"repeats", func(p string, v *yaml.Node) { w.Repeats = d.int(p, v) }},
 		{"max_dispatch_lag", func(p string, v *yaml.Node) { w.MaxDispatchLag = d.duration(p, v) }},
+		{"sweep", func(p string, v *yaml.Node) {
+			sw := &SweepSpec{}
+			d.mapping(v, p, "", []field{
+				{"min_rate", func(p string, v *yaml.Node) { sw.MinRate = d.number(p, v) }},
+				{"max_rate", func(p string, v *yaml.Node) { sw.MaxRate = d.number(p, v) }},
+				{"precision", func(p string, v *yaml.Node) { sw.Precision = d.fraction(p, v) }},
+				{"step_requests", func(p string, v *yaml.Node) { sw.StepRequests = d.int(p, v) }},
+				{"step_duration", func(p string, v *yaml.Node) { sw.StepDuration = d.duration(p, v) }},
+			})
+			w.Sweep = sw
+		}},
 	})
 	return w
 }

@@ -102,6 +102,10 @@ type Workload struct {
 	// dispatch lag and the p99 lateness of its goroutines, above which the run is
 	// client-saturated. 0: derived from the SLO (measure.MaxDispatchLag).
 	MaxDispatchLag time.Duration
+	// Sweep, when set, asks slogate ci to sweep the workload's arrival rate after its
+	// run (slogate sweep with these settings), so that the fleet section prices the
+	// capacity its SLO allows rather than the rate the run offered.
+	Sweep *SweepSpec
 }
 
 // SharesPrefixes reports whether requests of w share prompt prefixes by design: a shared
@@ -339,4 +343,13 @@ type CapacityConfig struct {
 	Headroom          float64
 	Redundancy        int
 	GPUHourUSD        float64
+}
+
+// SweepSpec is a workload's sweep settings (the flags of slogate sweep); zero fields take
+// slogate sweep's defaults.
+type SweepSpec struct {
+	MinRate, MaxRate float64
+	Precision        float64
+	StepRequests     int
+	StepDuration     time.Duration
 }

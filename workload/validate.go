@@ -2,6 +2,7 @@ package workload
 
 import (
 	"fmt"
+	"math"
 	"net/url"
 	"regexp"
 	"slices"
@@ -384,6 +385,25 @@ func (d *decoder) validateWorkload(p string, w *Workload) {
 	d.validatePrefix(join(p, "prefix_cache"), &w.PrefixCache)
 	d.check(join(p, "timeout"), w.Timeout > 0, "must be more than 0s; a request without a deadline can hang the run")
 	d.validateSLO(join(p, "slo"), &w.SLO)
+	if sw := w.Sweep; sw != nil {
+		sp := join(p, "sweep")
+		if d.has(join(sp, "min_rate")) {
+			d.check(join(sp, "min_rate"), sw.MinRate > 0 && !math.IsInf(sw.MinRate, 0), "must be more than 0 requests/s")
+		}
+		if d.has(join(sp, "max_rate")) {
+			d.check(join(sp, "max_rate"), sw.MaxRate > 0 && !math.IsInf(sw.MaxRate, 0) && (sw.MinRate == 0 || sw.MaxRate >= sw.MinRate), "must be at least min_rate (requests/s)")
+		}
+		if d.has(join(sp, "precision")) {
+			d.checkFrac(join(sp, "precision"), sw.Precision > 0 && sw.Precision < 1, "must be more than 0%% and less than 100%%")
+		}
+		if d.has(join(sp, "step_requests")) {
+			d.check(join(sp, "step_requests"), sw.StepRequests > 0 && !d.has(join(sp, "step_duration")), "must be more than 0, and not given with step_duration")
+		}
+		if d.has(join(sp, "step_duration")) {
+			d.check(join(sp, "step_duration"), sw.StepDuration > 0, "must be more than 0s")
+		}
+		d.check(sp, w.Arrival.Process != ArrivalClosed, "a sweep steps an open-loop arrival rate; this workload is closed-loop")
+	}
 	classNames := map[string]*yaml.Node{}
 	for j := range w.Classes {
 		cp := fmt.Sprintf("%s.classes[%d]", p, j)
