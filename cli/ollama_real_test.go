@@ -485,7 +485,9 @@ func (g *realGitHub) serve(w http.ResponseWriter, r *http.Request) {
 		Body string `json:"body"`
 	}
 	switch {
-	case r.Method == http.MethodGet && r.URL.Path == "/user":
+	case r.Method == http.MethodGet && r.URL.Path == "/user",
+		r.Method == http.MethodPost && r.URL.Path == "/graphql":
+		// The workflow token reads neither /user nor GraphQL's viewer.
 		reply(http.StatusForbidden, map[string]string{"message": "Resource not accessible by integration"})
 	case r.Method == http.MethodGet && realListPath.MatchString(r.URL.Path):
 		list := []map[string]any{}
