@@ -223,6 +223,11 @@ func (s *server) route(w http.ResponseWriter, r *http.Request, auth string) stri
 		// What the workflow's GITHUB_TOKEN gets: it is an installation token, not a user.
 		writeJSON(w, http.StatusForbidden, apiError("Resource not accessible by integration"))
 		return "get-user"
+	case (p == "/graphql" || p == "/api/graphql") && r.Method == http.MethodPost:
+		// The tool asks GraphQL's viewer when /user is refused; the workflow token
+		// is refused there too here, so it falls back to github-actions[bot].
+		writeJSON(w, http.StatusForbidden, apiError("Resource not accessible by integration"))
+		return "graphql-viewer"
 	case reComments.MatchString(p):
 		m := reComments.FindStringSubmatch(p)
 		if !s.isOurs(m[1], m[2], m[3]) {
