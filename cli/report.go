@@ -76,9 +76,19 @@ func (a *app) cmdReport(_ context.Context, args []string) int {
 	// The fleet section needs the config's capacity section; without the file the
 	// comment has none, as ci's would not either.
 	var cfg *workload.File
-	if res.Config != "" {
-		if f, err := workload.Load(res.Config); err == nil {
+	paths := []string{res.Config}
+	if meta != nil {
+		// The demo's config is embedded (res.Config names it "demo.yaml"); the comment
+		// names the file beside the source, which is where a reader of the results has it.
+		paths = append(paths, meta.Config)
+	}
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		if f, err := workload.Load(p); err == nil {
 			cfg = f
+			break
 		}
 	}
 	sweeps, _ := result.ReadSweepsDir(results) // none readable: the fleet section says so
