@@ -3,8 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"math"
 
@@ -31,20 +29,9 @@ func (a *app) cmdExport(ctx context.Context, args []string) int {
 	asVLLM := fs.Bool("vllm", false, "write vLLM's --save-result JSON")
 	rate := fs.Float64("rate", math.Inf(1), "with --vllm, the configured request rate to state")
 	out := fs.String("o", "", "output `file` (default: standard output)")
-	var files []string
-	rest := args
-	for {
-		if err := fs.Parse(rest); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return ExitOK
-			}
-			return ExitBadInput
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		files = append(files, fs.Arg(0))
-		rest = fs.Args()[1:]
+	files, code, ok := a.parseWithFiles(fs, args)
+	if !ok {
+		return code
 	}
 	switch {
 	case *asCSV == *asVLLM:

@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -38,21 +36,9 @@ func (a *app) cmdImport(ctx context.Context, args []string) int {
 	out := fs.String("o", "", "output `dir`ectory for the run records (required)")
 	hardware := fs.String("hardware", "imported", "hardware `id` the records are filed under (baselines/<workload>/<id>.json)")
 	bench := fs.Int("benchmark", -1, "with a guidellm report of several benchmarks, the 0-based `index` of the one to import")
-	// Flags may follow the files.
-	var files []string
-	rest := args
-	for {
-		if err := fs.Parse(rest); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return ExitOK
-			}
-			return ExitBadInput
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		files = append(files, fs.Arg(0))
-		rest = fs.Args()[1:]
+	files, code, ok := a.parseWithFiles(fs, args)
+	if !ok {
+		return code
 	}
 	switch {
 	case !slices.Contains(interop.Tools, *from):

@@ -232,6 +232,25 @@ func zeroDefault(v string) bool {
 	return false
 }
 
+// parseWithFiles parses flags that may come before, between or after file arguments
+// (import and export take both); ok is false when the command must return code.
+func (a *app) parseWithFiles(fs *flag.FlagSet, args []string) (files []string, code int, ok bool) {
+	rest := args
+	for {
+		if err := fs.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, ExitOK, false
+			}
+			return nil, ExitBadInput, false
+		}
+		if fs.NArg() == 0 {
+			return files, 0, true
+		}
+		files = append(files, fs.Arg(0))
+		rest = fs.Args()[1:]
+	}
+}
+
 // parse parses flags; ok is false when the command must return code.
 func (a *app) parse(fs *flag.FlagSet, args []string) (code int, ok bool) {
 	if err := fs.Parse(args); err != nil {

@@ -167,11 +167,7 @@ func EvaluateAB(cfg *workload.File, blocks []*result.Record) (*Result, error) {
 		}
 		res.Workloads = append(res.Workloads, *wr)
 	}
-	vs := make([]Verdict, len(res.Workloads))
-	for i, w := range res.Workloads {
-		vs[i] = w.Verdict
-	}
-	res.Verdict = Worst(vs...)
+	res.Verdict = worstWorkload(res.Workloads)
 	return res, nil
 }
 

@@ -339,12 +339,17 @@ func Evaluate(in Input) (*Result, error) {
 			res.Workloads = append(res.Workloads, *wr)
 		}
 	}
-	vs := make([]Verdict, len(res.Workloads))
-	for i, w := range res.Workloads {
+	res.Verdict = worstWorkload(res.Workloads)
+	return res, nil
+}
+
+// worstWorkload is the verdict of a set of workloads: the worst of theirs.
+func worstWorkload(ws []WorkloadResult) Verdict {
+	vs := make([]Verdict, len(ws))
+	for i, w := range ws {
 		vs[i] = w.Verdict
 	}
-	res.Verdict = Worst(vs...)
-	return res, nil
+	return Worst(vs...)
 }
 
 // AllowsMissingBaseline says whether the gate section lets a workload without a

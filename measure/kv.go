@@ -14,7 +14,8 @@ import (
 // one, else derived from GPU memory and KV bytes per token; per-request tokens are the p95
 // of prompt + output tokens of this run's completed requests, in whole blocks.
 func KVConcurrency(rec *result.Record, f *workload.File, t *Target) {
-	if p95RequestTokens(rec) == 0 {
+	p95 := p95RequestTokens(rec)
+	if p95 == 0 {
 		return
 	}
 	capTok, block, source := t.ID.KVCapacityTokens, t.ID.KVBlockSize, t.ID.KVSource
@@ -27,7 +28,7 @@ func KVConcurrency(rec *result.Record, f *workload.File, t *Target) {
 		}
 		block = f.Model.BlockSize
 	}
-	rec.Summary.KVConcurrency = kvFromRequests(rec, capTok, block, t.ID.Slots, source)
+	rec.Summary.KVConcurrency = kvFor(p95, capTok, block, t.ID.Slots, source)
 }
 
 // slotsCap is the suffix of a KV source whose value the engine's fixed slots capped.
@@ -41,6 +42,11 @@ func kvFromRequests(rec *result.Record, capTok int64, block, slots int, source s
 	if p95 == 0 {
 		return nil
 	}
+	return kvFor(p95, capTok, block, slots, source)
+}
+
+// kvFor is KV-limited concurrency for requests of p95 tokens (prompt + output).
+func kvFor(p95 float64, capTok int64, block, slots int, source string) *result.KVConcurrency {
 	if block <= 0 {
 		block = 16
 	}
