@@ -136,18 +136,24 @@ type SLOTarget struct {
 // Request is one request's timeline. Times are microseconds from the record's epoch;
 // First and Last are 0 when no content arrived.
 type Request struct {
-	I            int    `json:"i"`
-	Class        string `json:"class,omitempty"`
-	SchedUS      int64  `json:"sched_us"`
-	SendUS       int64  `json:"send_us"`
-	FirstUS      int64  `json:"first_us,omitempty"`
-	LastUS       int64  `json:"last_us,omitempty"`
-	EndUS        int64  `json:"end_us"`
-	PromptTarget int    `json:"prompt_target"`
-	OutputTarget int    `json:"output_target"`
-	PromptTokens int    `json:"prompt_tokens"`
-	OutputTokens int    `json:"output_tokens"`
-	NoUsage      bool   `json:"no_usage,omitempty"` // OutputTokens is the chunk count
+	I     int    `json:"i"`
+	Class string `json:"class,omitempty"`
+	// Session and Turn place a turn of a multi-turn session (both 1-based; 0 for a
+	// request that stands alone). HistoryTokens is the prompt tokens the turn carried
+	// from earlier turns (system prompt, earlier user messages and answers), as sent.
+	Session       int   `json:"session,omitempty"`
+	Turn          int   `json:"turn,omitempty"`
+	HistoryTokens int   `json:"history_tokens,omitempty"`
+	SchedUS       int64 `json:"sched_us"`
+	SendUS        int64 `json:"send_us"`
+	FirstUS       int64 `json:"first_us,omitempty"`
+	LastUS        int64 `json:"last_us,omitempty"`
+	EndUS         int64 `json:"end_us"`
+	PromptTarget  int   `json:"prompt_target"`
+	OutputTarget  int   `json:"output_target"`
+	PromptTokens  int   `json:"prompt_tokens"`
+	OutputTokens  int   `json:"output_tokens"`
+	NoUsage       bool  `json:"no_usage,omitempty"` // OutputTokens is the chunk count
 	// UsageFlag says why the server's usage was not believed ("" when it was): an output
 	// count above max_tokens + slack or below the content chunks (OutputTokens is then
 	// the chunk count), or an impossible prompt count (PromptTokens is then 0).
