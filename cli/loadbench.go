@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/slogate/slogate/loadgen/bench"
@@ -35,6 +36,7 @@ func (a *app) cmdLoadbench(ctx context.Context, args []string) int {
 	pointList := fs.String("points", "", "the points to run instead of the ladder: RATExTOKENS or streams:NxTOKENS, comma-separated")
 	serverProcs := fs.Int("server-procs", 0, "GOMAXPROCS of the engine processes (0: the Go default)")
 	clientProcs := fs.Int("client-procs", 0, "GOMAXPROCS of this client (0: the Go default)")
+	cpuProfile := fs.String("cpuprofile", "", "write CPU profiles to `PREFIX`-client.pprof, PREFIX-open.pprof and PREFIX-streams.pprof (the engines')")
 	if code, ok := a.parse(fs, args); !ok {
 		return code
 	}
@@ -50,13 +52,23 @@ func (a *app) cmdLoadbench(ctx context.Context, args []string) int {
 	if *clientProcs > 0 {
 		defer setMaxProcs(*clientProcs)()
 	}
-	open, stop1, err := startFixed(ctx, 20*time.Millisecond, 5*time.Millisecond, *serverProcs)
+	prof := func(string) string { return "" }
+	if *cpuProfile != "" {
+		prof = func(name string) string { return *cpuProfile + "-" + name + ".pprof" }
+		stop, err := startCPUProfile(prof("client"))
+		if err != nil {
+			a.errorf("loadbench: --cpuprofile: %v", err)
+			return ExitBadInput
+		}
+		defer stop()
+	}
+	open, stop1, err := startFixed(ctx, 20*time.Millisecond, 5*time.Millisecond, *serverProcs, prof("open"))
 	if err != nil {
 		a.errorf("loadbench: %v", err)
 		return ExitFailure
 	}
 	defer stop1()
-	streams, stop2, err := startFixed(ctx, 20*time.Millisecond, 50*time.Millisecond, *serverProcs)
+	streams, stop2, err := startFixed(ctx, 20*time.Millisecond, 50*time.Millisecond, *serverProcs, prof("streams"))
 	if err != nil {
 		a.errorf("loadbench: %v", err)
 		return ExitFailure
@@ -79,12 +91,16 @@ func (a *app) cmdLoadbench(ctx context.Context, args []string) int {
 
 // startFixed runs `slogate sim --fixed-ttft --fixed-itl` as a child process (its CPU
 // apart from the client's) and returns it as a bench engine.
-func startFixed(ctx context.Context, ttft, itl time.Duration, procs int) (bench.Engine, func(), error) {
+func startFixed(ctx context.Context, ttft, itl time.Duration, procs int, profile string) (bench.Engine, func(), error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return bench.Engine{}, nil, err
 	}
-	cmd := exec.CommandContext(ctx, exe, "sim", "--addr", "127.0.0.1:0", "--fixed-ttft", ttft.String(), "--fixed-itl", itl.String())
+	args := []string{"sim", "--addr", "127.0.0.1:0", "--fixed-ttft", ttft.String(), "--fixed-itl", itl.String()}
+	if profile != "" {
+		args = append(args, "--cpuprofile", profile)
+	}
+	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Env = os.Environ()
 	if procs > 0 {
 		cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(procs))
@@ -96,7 +112,13 @@ func startFixed(ctx context.Context, ttft, itl time.Duration, procs int) (bench.
 	if err := cmd.Start(); err != nil {
 		return bench.Engine{}, nil, err
 	}
-	stop := func() { cmd.Process.Kill(); cmd.Wait() }
+	stop := func() {
+		// SIGTERM first, so that the engine writes its profile.
+		cmd.Process.Signal(syscall.SIGTERM)
+		t := time.AfterFunc(5*time.Second, func() { cmd.Process.Kill() })
+		cmd.Wait()
+		t.Stop()
+	}
 	sc := bufio.NewScanner(stderr)
 	for sc.Scan() {
 		if _, url, ok := strings.Cut(sc.Text(), "serving on "); ok {

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"os"
+	"runtime/pprof"
 
 	"github.com/slogate/slogate/sim"
 )
@@ -21,8 +23,17 @@ func (a *app) cmdSim(ctx context.Context, args []string) int {
 	var fixed sim.Fixed
 	fs.DurationVar(&fixed.TTFT, "fixed-ttft", 0, "serve the fixed-timing engine: time to the first token")
 	fs.DurationVar(&fixed.ITL, "fixed-itl", 0, "serve the fixed-timing engine: time between tokens")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the engine to `file` when it stops")
 	if code, ok := a.parse(fs, args); !ok {
 		return code
+	}
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			a.errorf("sim: --cpuprofile: %v", err)
+			return ExitBadInput
+		}
+		defer stop()
 	}
 	if fixed.TTFT > 0 || fixed.ITL > 0 {
 		if err := sim.ServeFixed(ctx, *addr, &fixed, a.stderr); err != nil {
@@ -36,4 +47,17 @@ func (a *app) cmdSim(ctx context.Context, args []string) int {
 		return ExitFailure
 	}
 	return ExitOK
+}
+
+// startCPUProfile profiles this process into path until the returned func is called.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

@@ -43,6 +43,12 @@ func (f *Fixed) model() string {
 	return f.Model
 }
 
+// The events every stream sends, built once: a content chunk is the same bytes each time.
+var (
+	fixedTextChunk = []byte(`data: {"object":"text_completion","choices":[{"index":0,"text":" a","finish_reason":null}]}` + "\n\n")
+	fixedChatChunk = []byte(`data: {"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":" a"},"finish_reason":null}]}` + "\n\n")
+)
+
 func (f *Fixed) stream(w http.ResponseWriter, r *http.Request, chat bool) {
 	arrived := time.Now()
 	var req struct {
@@ -60,27 +66,29 @@ func (f *Fixed) stream(w http.ResponseWriter, r *http.Request, chat bool) {
 	for _, m := range req.Messages {
 		promptChars += len(m.Content)
 	}
-	fl, _ := w.(http.Flusher)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-
-	content := []byte(`data: {"object":"text_completion","choices":[{"index":0,"text":" a","finish_reason":null}]}` + "\n\n")
+	content := fixedTextChunk
 	if chat {
-		content = []byte(`data: {"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":" a"},"finish_reason":null}]}` + "\n\n")
+		content = fixedChatChunk
 	}
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	<-timer.C
+	tail := fixedTail(chat, max(promptChars/4, 1), req.MaxTokens)
+	// The whole body is known now, so it goes with a Content-Length: each event is one
+	// write of prebuilt bytes and one flush (one write to the socket), with no chunked
+	// framing to format per event.
+	h := w.Header()
+	h["Content-Type"] = eventStream
+	h["Cache-Control"] = noCache
+	h["Content-Length"] = []string{strconv.Itoa(req.MaxTokens*len(content) + len(tail))}
+	w.WriteHeader(http.StatusOK)
+	fl, _ := w.(http.Flusher)
+	if fl != nil {
+		fl.Flush()
+	}
 	for k := range req.MaxTokens {
-		due := arrived.Add(f.TTFT + time.Duration(k)*f.ITL)
-		if d := time.Until(due); d > 0 {
-			timer.Reset(d)
-			select {
-			case <-timer.C:
-			case <-r.Context().Done():
-				return
-			}
+		// An absolute schedule: a late write does not delay the ones after it. A plain
+		// sleep parks the goroutine on its timer with no channel or select per event; a
+		// client that went away is seen at the next write.
+		if d := time.Until(arrived.Add(f.TTFT + time.Duration(k)*f.ITL)); d > 0 {
+			time.Sleep(d)
 		}
 		if _, err := w.Write(content); err != nil {
 			return
@@ -89,8 +97,17 @@ func (f *Fixed) stream(w http.ResponseWriter, r *http.Request, chat bool) {
 			fl.Flush()
 		}
 	}
-	prompt := max(promptChars/4, 1)
-	var b []byte
+	w.Write(tail)
+}
+
+var (
+	eventStream = []string{"text/event-stream"}
+	noCache     = []string{"no-cache"}
+)
+
+// fixedTail is the last event (finish_reason and usage) and [DONE].
+func fixedTail(chat bool, prompt, completion int) []byte {
+	b := make([]byte, 0, 192)
 	b = append(b, `data: {"choices":[{"index":0,`...)
 	if chat {
 		b = append(b, `"delta":{},`...)
@@ -100,14 +117,10 @@ func (f *Fixed) stream(w http.ResponseWriter, r *http.Request, chat bool) {
 	b = append(b, `"finish_reason":"length"}],"usage":{"prompt_tokens":`...)
 	b = strconv.AppendInt(b, int64(prompt), 10)
 	b = append(b, `,"completion_tokens":`...)
-	b = strconv.AppendInt(b, int64(req.MaxTokens), 10)
+	b = strconv.AppendInt(b, int64(completion), 10)
 	b = append(b, `,"total_tokens":`...)
-	b = strconv.AppendInt(b, int64(prompt+req.MaxTokens), 10)
-	b = append(b, "}}\n\ndata: [DONE]\n\n"...)
-	w.Write(b)
-	if fl != nil {
-		fl.Flush()
-	}
+	b = strconv.AppendInt(b, int64(prompt+completion), 10)
+	return append(b, "}}\n\ndata: [DONE]\n\n"...)
 }
 
 // ServeFixed serves f on addr until ctx ends, saying where on log.
