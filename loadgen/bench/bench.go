@@ -56,6 +56,10 @@ type Result struct {
 	BytesPerStream     float64 // peak Go heap + stacks above the idle level, per open stream (closed points)
 	Accurate           bool
 	Why                string // the first accuracy criterion missed
+	// ClientProcs and ServerProcs are the GOMAXPROCS the point ran under, when they were
+	// set (0: the Go default, every core): a rerun that gives the engine more of the
+	// machine than the client says so.
+	ClientProcs, ServerProcs int
 }
 
 // Engine is a fixed-timing engine the points are sent to.
@@ -64,6 +68,8 @@ type Engine struct {
 	TTFT, ITL time.Duration // its injected timing
 	// CPU returns the server's CPU time so far (nil: not measured).
 	CPU func() time.Duration
+	// Procs is the engine's GOMAXPROCS when it was set (0: the Go default).
+	Procs int
 }
 
 // Options say whom to measure and how: the open-loop points go to Open, the stream
@@ -72,6 +78,9 @@ type Options struct {
 	Open, Streams Engine
 	Points        []Point
 	Log           io.Writer
+	// ClientProcs is this client's GOMAXPROCS when it was set (0: the Go default), for
+	// the table.
+	ClientProcs int
 }
 
 func (o Options) engine(p Point) Engine {
@@ -158,8 +167,8 @@ func liveBytes() uint64 {
 }
 
 func measure(ctx context.Context, o Options, p Point) Result {
-	res := Result{Point: p}
 	e := o.engine(p)
+	res := Result{Point: p, ClientProcs: o.ClientProcs, ServerProcs: e.Procs}
 	epoch := time.Now()
 	client := engine.NewClient(engine.ClientOptions{BaseURL: e.URL, Model: "sim-fixed", Epoch: epoch})
 	src := &source{tokens: p.Tokens}
@@ -264,11 +273,14 @@ func judge(e Engine, p Point, r Result) (bool, string) {
 }
 
 // Table writes the results as the README shows them, and names the highest accurate
-// open-loop rate of each output length and the most accurate streams.
+// point of each kind (output length of the open loop, and streams) among the rows run
+// with the default share of the machine. Rows run with GOMAXPROCS set say so in the
+// procs column (client/engine), so that a rerun with the engine given more of the machine
+// reads beside the first run of the same point.
 func Table(w io.Writer, o Options, rs []Result) {
-	fmt.Fprintf(w, "fixed-timing engines: rate points TTFT %v ITL %v; stream points TTFT %v ITL %v\n", o.Open.TTFT, o.Open.ITL, o.Streams.TTFT, o.Streams.ITL)
-	fmt.Fprintf(w, "| point | achieved req/s | TTFT p99 ms | ITL p50 ms | ITL p99 ms | dispatch lag p99 ms | reader lag p99 ms | client CPU µs/req | server CPU µs/req | client cores | server cores | KB/stream | errors | accurate |\n")
-	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "fixed-timing engines: rate points TTFT %v ITL %v; stream points TTFT %v ITL %v\n\n", o.Open.TTFT, o.Open.ITL, o.Streams.TTFT, o.Streams.ITL)
+	fmt.Fprintf(w, "| point | procs client/engine | achieved req/s | TTFT p99 ms | ITL p50 ms | ITL p99 ms | dispatch lag p99 ms | reader lag p99 ms | client CPU µs/req | engine CPU µs/req | client cores | engine cores | KB/stream | errors | accurate |\n")
+	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	best := map[string]string{}
 	for _, r := range rs {
 		kb := "-"
@@ -279,13 +291,13 @@ func Table(w io.Writer, o Options, rs []Result) {
 		if !r.Accurate {
 			acc = "no: " + r.Why
 		}
-		fmt.Fprintf(w, "| %s | %.0f | %.1f | %.2f | %.1f | %.3f | %.3f | %.0f | %.0f | %.2f | %.2f | %s | %d | %s |\n",
-			r.Point, r.AchievedRPS, r.TTFTP99ms, r.ITLP50ms, r.ITLP99ms, r.DispatchLagP99ms, r.ReaderLagP99ms, r.ClientCPUus, r.ServerCPUus, r.ClientCores, r.ServerCores, kb, r.Errors, acc)
+		fmt.Fprintf(w, "| %s | %s/%s | %.0f | %.1f | %.2f | %.1f | %.3f | %.3f | %.0f | %.0f | %.2f | %.2f | %s | %d | %s |\n",
+			r.Point, procs(r.ClientProcs), procs(r.ServerProcs), r.AchievedRPS, r.TTFTP99ms, r.ITLP50ms, r.ITLP99ms, r.DispatchLagP99ms, r.ReaderLagP99ms, r.ClientCPUus, r.ServerCPUus, r.ClientCores, r.ServerCores, kb, r.Errors, acc)
 		key := fmt.Sprintf("open × %d tok", r.Tokens)
 		if r.Rate == 0 {
 			key = fmt.Sprintf("streams × %d tok", r.Tokens)
 		}
-		if r.Accurate {
+		if r.Accurate && r.ClientProcs == o.ClientProcs && r.ServerProcs == o.engine(r.Point).Procs {
 			best[key] = r.Point.String()
 		}
 	}
@@ -294,7 +306,28 @@ func Table(w io.Writer, o Options, rs []Result) {
 		lines = append(lines, fmt.Sprintf("highest accurate point (%s): %s", k, v))
 	}
 	slices.Sort(lines)
-	fmt.Fprintln(w, strings.Join(lines, "\n"))
+	if len(lines) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, strings.Join(lines, "\n"))
+	}
+}
+
+func procs(n int) string {
+	if n == 0 {
+		return "all"
+	}
+	return strconv.Itoa(n)
+}
+
+// Inaccurate returns the points of rs that were not measured accurately, for a rerun.
+func Inaccurate(rs []Result) []Point {
+	var ps []Point
+	for _, r := range rs {
+		if !r.Accurate {
+			ps = append(ps, r.Point)
+		}
+	}
+	return ps
 }
 
 // ParsePoints reads a ladder written as comma-separated points: RATExTOKENS for an open

@@ -85,3 +85,26 @@ func TestParsePoints(t *testing.T) {
 		}
 	}
 }
+
+// A rerun with the engine given more of the machine reads as its own row, and the highest
+// accurate point is named from the first run only.
+func TestTableRerunRows(t *testing.T) {
+	o := Options{Open: Engine{TTFT: 20 * time.Millisecond, ITL: 5 * time.Millisecond}}
+	p := Point{Rate: 2000, Tokens: 16, Duration: time.Second}
+	rs := []Result{
+		{Point: Point{Rate: 1000, Tokens: 16}, Accurate: true},
+		{Point: p, Why: "TTFT p99 40.0 ms > 30.0 ms"},
+		{Point: p, Accurate: true, ClientProcs: 1, ServerProcs: 2},
+	}
+	if got := Inaccurate(rs); len(got) != 1 || got[0] != p {
+		t.Fatalf("Inaccurate: %+v", got)
+	}
+	var b bytes.Buffer
+	Table(&b, o, rs)
+	s := b.String()
+	for _, want := range []string{"| 2000 req/s × 16 tok | all/all |", "| 2000 req/s × 16 tok | 1/2 |", "no: TTFT p99 40.0 ms", "highest accurate point (open × 16 tok): 1000 req/s × 16 tok"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("table lacks %q:\n%s", want, s)
+		}
+	}
+}
