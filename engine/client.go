@@ -206,7 +206,12 @@ func (c *Client) Stream(ctx context.Context, req *Request, res *Result) {
 	if req.API == APIChat {
 		url = c.chatURL
 	}
-	body := c.appendBody(make([]byte, 0, len(req.Prompt)+len(req.Model)+len(c.extra)+160), req)
+	res.captureText = req.CaptureText
+	size := len(req.Prompt) + len(req.Model) + len(c.extra) + 160
+	for _, m := range req.Messages {
+		size += len(m.Role) + len(m.Content) + 32
+	}
+	body := c.appendBody(make([]byte, 0, size), req)
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		c.fail(res, ErrConnect, err.Error())
@@ -416,6 +421,9 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, contentType str
 			}
 			res.Last = at
 			res.Chunks++
+			if res.captureText && len(ck.text) > 0 {
+				res.Text = appendUnescaped(res.Text, ck.text)
+			}
 			if perChunk && ck.usage && ck.completion > counted {
 				res.ChunkTokens = append(res.ChunkTokens, ck.completion-counted)
 				counted = ck.completion
@@ -623,7 +631,20 @@ func (c *Client) appendBody(b []byte, req *Request) []byte {
 		b = appendJSONString(b, model)
 	}
 	if req.API == APIChat {
-		if c.overrides&bodyMessages == 0 {
+		if c.overrides&bodyMessages == 0 && len(req.Messages) > 0 {
+			b = append(b, `,"messages":[`...)
+			for i, m := range req.Messages {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = append(b, `{"role":`...)
+				b = appendJSONString(b, m.Role)
+				b = append(b, `,"content":`...)
+				b = appendJSONString(b, m.Content)
+				b = append(b, '}')
+			}
+			b = append(b, ']')
+		} else if c.overrides&bodyMessages == 0 {
 			b = append(b, `,"messages":[{"role":"user","content":`...)
 			b = appendJSONString(b, req.Prompt)
 			b = append(b, "}]"...)

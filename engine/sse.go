@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"strconv"
@@ -33,6 +34,9 @@ type chunkInfo struct {
 	usage  bool // a usage object was present (Ollama sends all-zero ones)
 	// prompt and completion are usage.prompt_tokens and usage.completion_tokens.
 	prompt, completion int
+	// text is the raw (still escaped) generated text of choices[0]: its text member, else
+	// delta.content; nil when neither is a non-empty string. It aliases the payload.
+	text []byte
 	// errVal is the raw value of a top-level "error" member that is not null, or the
 	// whole payload when it is an error object itself ("object": "error"). It aliases
 	// the payload.
@@ -67,7 +71,7 @@ func parseChunk(p []byte, c *chunkInfo) error {
 			s.ws()
 			switch string(key) {
 			case "choices":
-				c.content, c.finish, c.choices = false, nil, false
+				c.content, c.finish, c.choices, c.text = false, nil, false, nil
 				if !s.choices(c) {
 					return errSyntax
 				}
@@ -131,6 +135,8 @@ type scanner struct {
 	b    []byte
 	i    int
 	kbuf [32]byte // an unescaped key; longer ones match none of ours
+	// lastStr is the raw contents of the last string textValue read.
+	lastStr []byte
 }
 
 func (s *scanner) ws() {
@@ -352,6 +358,7 @@ func (s *scanner) choices(c *chunkInfo) bool {
 // closures so that nothing escapes to the heap.
 func (s *scanner) choice(c *chunkInfo) bool {
 	var text bool
+	var rawText []byte
 	var d deltaText
 	s.i++ // '{'
 	s.ws()
@@ -371,6 +378,10 @@ func (s *scanner) choice(c *chunkInfo) bool {
 			case "text":
 				if text, ok = s.textValue(); !ok {
 					return false
+				}
+				rawText = nil
+				if text {
+					rawText = s.lastStr
 				}
 			case "delta":
 				if !s.delta(&d) {
@@ -403,12 +414,17 @@ func (s *scanner) choice(c *chunkInfo) bool {
 		}
 	}
 	c.content = text || d.content || d.reasoningContent || d.reasoning || d.toolCalls
+	c.text = rawText
+	if c.text == nil && d.content {
+		c.text = d.contentRaw
+	}
 	return true
 }
 
 // delta records which members of choices[0].delta carry generated text.
 type deltaText struct {
 	content, reasoningContent, reasoning, toolCalls bool
+	contentRaw                                      []byte // content's raw string when non-empty
 }
 
 // textValue consumes a value and reports whether it is a non-empty string. A
@@ -416,9 +432,26 @@ type deltaText struct {
 func (s *scanner) textValue() (nonEmpty, ok bool) {
 	if s.peek() == '"' {
 		v, ok := s.str()
+		s.lastStr = v
 		return ok && len(v) > 0, ok
 	}
 	return false, s.skip()
+}
+
+// appendUnescaped appends the JSON string contents raw (escapes and all) decoded. Raw
+// text without a backslash is copied as it is; the rare escaped one goes through
+// encoding/json, which decodes escapes and surrogate pairs as any server means them.
+func appendUnescaped(dst, raw []byte) []byte {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return append(dst, raw...)
+	}
+	q := make([]byte, 0, len(raw)+2)
+	q = append(append(append(q, '"'), raw...), '"')
+	var s string
+	if json.Unmarshal(q, &s) != nil {
+		return append(dst, raw...)
+	}
+	return append(dst, s...)
 }
 
 func (s *scanner) delta(d *deltaText) bool {
@@ -445,6 +478,10 @@ func (s *scanner) delta(d *deltaText) bool {
 		switch string(key) {
 		case "content":
 			d.content, ok = s.textValue()
+			d.contentRaw = nil
+			if d.content {
+				d.contentRaw = s.lastStr
+			}
 		case "reasoning_content":
 			d.reasoningContent, ok = s.textValue()
 		case "reasoning":

@@ -24,6 +24,18 @@ type Request struct {
 	MaxTokens int
 	MinTokens int  // 0: not sent
 	IgnoreEOS bool // sends ignore_eos: true
+	// Messages, when set, are the chat messages sent (APIChat only), in place of one user
+	// message holding Prompt: a multi-turn conversation's history and its new message.
+	Messages []Message
+	// CaptureText asks for the generated text in Result.Text (the answer a multi-turn
+	// session sends back as history).
+	CaptureText bool
+}
+
+// Message is one chat message.
+type Message struct {
+	Role    string // system, user or assistant
+	Content string
 }
 
 // Error reasons, the keys of a run's errors-by-reason table. HTTP errors use
@@ -91,6 +103,13 @@ type Result struct {
 	// read, so not an error and not sent twice).
 	Retries int
 
+	// Text is the generated text (choices[0].text or delta.content, decoded), when the
+	// request asked for it (Request.CaptureText); reasoning and tool-call deltas are not
+	// part of it.
+	Text []byte
+	// captureText is Request.CaptureText for the stream being read.
+	captureText bool
+
 	Status    int    // HTTP status, 0 if none
 	ErrReason string // "" on success; one of the Err* reasons or http_<status>
 	ErrDetail string // capped and stripped of control characters
@@ -98,8 +117,8 @@ type Result struct {
 
 // Reset clears r for reuse, keeping the Gaps and ChunkTokens buffers.
 func (r *Result) Reset() {
-	gaps, toks := r.Gaps[:0], r.ChunkTokens[:0]
-	*r = Result{Gaps: gaps, ChunkTokens: toks}
+	gaps, toks, text := r.Gaps[:0], r.ChunkTokens[:0], r.Text[:0]
+	*r = Result{Gaps: gaps, ChunkTokens: toks, Text: text}
 }
 
 // OK reports whether the request succeeded.

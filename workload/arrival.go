@@ -210,6 +210,12 @@ func (g *Generator) unitGap(r *rng) float64 {
 
 func (g *Generator) arrivals() []time.Duration {
 	w := g.w
+	if w.Sessions != nil {
+		// Sessions arrive by the process, Count of them.
+		cw := *w
+		cw.Requests, cw.Duration = w.Sessions.Count, 0
+		w = &cw
+	}
 	switch w.Arrival.Process {
 	case ArrivalClosed:
 		return nil

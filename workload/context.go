@@ -15,6 +15,11 @@ type ClassLengths struct {
 	MaxPrompt int
 	MaxOutput int
 	Unbounded bool
+	// Session marks the longest session of a session workload: MaxPrompt is the longest
+	// history its last turn can carry with that turn's message, MaxOutput its answer.
+	// Turns, System and MaxUser are the maxima it comes from (MaxUser 0 for a dataset).
+	Session              bool
+	Turns, System, MaxUser int
 }
 
 // Total is the most tokens one request of the class can hold: prompt plus output.
@@ -34,6 +39,11 @@ func MaxLengths(w *Workload) []ClassLengths {
 			mp = max(mp, pc.DocsPerRequest*pc.DocTokens+(runSaltLen+saltLen)/int(DefaultCharsPerToken)+1)
 		}
 		return ClassLengths{Class: name, MaxPrompt: mp, MaxOutput: mo, Unbounded: !okp || !oko}
+	}
+	if w.Sessions != nil {
+		c := sessionLengths(w)
+		c.Session = true
+		return []ClassLengths{c}
 	}
 	if w.Arrival.HasLengths() {
 		c := ClassLengths{}
@@ -118,6 +128,9 @@ func distMax(d LengthDist) (int, bool) {
 // the engine's limit, not the workload.
 type ContextError struct {
 	Config   string // the workload file, for the message
+	// Line and Col place the message at the key whose lengths do not fit (sessions);
+	// 0: the file alone.
+	Line, Col int
 	Workload string
 	Limit    int    // the engine's context per request, in tokens
 	Source   string // where the limit came from, e.g. "/v1/models max_model_len"
@@ -126,7 +139,9 @@ type ContextError struct {
 
 func (e *ContextError) Error() string {
 	var b strings.Builder
-	if e.Config != "" {
+	if e.Config != "" && e.Line > 0 {
+		fmt.Fprintf(&b, "%s:%d:%d: ", e.Config, e.Line, e.Col)
+	} else if e.Config != "" {
 		fmt.Fprintf(&b, "%s: ", e.Config)
 	}
 	fmt.Fprintf(&b, "workload %q does not fit the engine's context of %d tokens per request", e.Workload, e.Limit)
@@ -141,7 +156,15 @@ func (e *ContextError) Error() string {
 		if c.Class != "" {
 			fmt.Fprintf(&b, "class %q: ", c.Class)
 		}
-		fmt.Fprintf(&b, "prompt_tokens max %d + output_tokens max %d = %d > %d", c.MaxPrompt, c.MaxOutput, c.Total(), e.Limit)
+		switch {
+		case c.Session && c.MaxUser > 0:
+			fmt.Fprintf(&b, "the longest session's history, system_prompt_tokens %d + turns max %d × (user_tokens max %d + output_tokens max %d), is %d tokens > %d",
+				c.System, c.Turns, c.MaxUser, c.MaxOutput, c.Total(), e.Limit)
+		case c.Session:
+			fmt.Fprintf(&b, "the longest conversation of the dataset (%d turns at most) holds %d tokens with its answers > %d", c.Turns, c.Total(), e.Limit)
+		default:
+			fmt.Fprintf(&b, "prompt_tokens max %d + output_tokens max %d = %d > %d", c.MaxPrompt, c.MaxOutput, c.Total(), e.Limit)
+		}
 	}
 	b.WriteString(". Nothing was sent: lower the maxima to at most the context, or serve the model with a longer one")
 	return b.String()
@@ -163,5 +186,9 @@ func CheckContext(w *Workload, limit int, source, config string) error {
 	if len(over) == 0 {
 		return nil
 	}
-	return &ContextError{Config: config, Workload: w.Name, Limit: limit, Source: source, Over: over}
+	e := &ContextError{Config: config, Workload: w.Name, Limit: limit, Source: source, Over: over}
+	if w.Sessions != nil {
+		e.Line, e.Col = w.Sessions.Line, w.Sessions.Col
+	}
+	return e
 }

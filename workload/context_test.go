@@ -18,7 +18,7 @@ func TestMaxLengths(t *testing.T) {
 		},
 	}
 	got := MaxLengths(w)
-	want := []ClassLengths{{"chat", 1000, 120, false}, {"rag", 3000, 120, false}, {"agent", 1000, 700, false}}
+	want := []ClassLengths{{Class: "chat", MaxPrompt: 1000, MaxOutput: 120}, {Class: "rag", MaxPrompt: 3000, MaxOutput: 120}, {Class: "agent", MaxPrompt: 1000, MaxOutput: 700}}
 	if len(got) != len(want) {
 		t.Fatalf("got %+v", got)
 	}

@@ -27,6 +27,7 @@ func (d *decoder) dataset(path string, n *yaml.Node) *Dataset {
 			ds.File = d.str(p, v)
 			fileNode = v
 		}},
+		{"sessions", func(p string, v *yaml.Node) { ds.Sessions = d.boolean(p, v) }},
 	})
 	if !d.ok(join(path, "format")) || !d.ok(join(path, "file")) || ds.File == "" {
 		return ds
@@ -98,7 +99,17 @@ func parseShareGPT(data []byte, fe *fileErrs) []DatasetEntry {
 			continue
 		}
 		l, _ := lineCol(data, start)
-		out = append(out, DatasetEntry{Line: l, Prompt: e.Conversations[0].Value, Reply: e.Conversations[1].Value})
+		entry := DatasetEntry{Line: l, Prompt: e.Conversations[0].Value, Reply: e.Conversations[1].Value}
+		// The exchanges of the conversation, in order, up to the first that lacks a
+		// message or an answer.
+		for j := 0; j+1 < len(e.Conversations); j += 2 {
+			u, a := e.Conversations[j].Value, e.Conversations[j+1].Value
+			if u == "" || a == "" {
+				break
+			}
+			entry.Turns = append(entry.Turns, DatasetTurn{User: u, Reply: a})
+		}
+		out = append(out, entry)
 	}
 	if _, err := dec.Token(); err != nil {
 		fail(dec.InputOffset(), "invalid ShareGPT file: %s", jsonReason(err))

@@ -17,6 +17,8 @@ type generatorImpl struct {
 	shape   float64    // gamma shape k
 	groups  int        // shared prefix: number of groups
 	docCum  []float64  // rag: cumulative document popularity, summing to 1
+	// sessions: the number of turns, and each turn's new message and answer lengths
+	turns, user, output sampler
 }
 
 // classGen is one class ready to sample.
@@ -36,7 +38,14 @@ func newGenerator(w *Workload) (*Generator, error) {
 	}
 	var err error
 	im := &g.impl
-	if w.Arrival.HasLengths() {
+	if w.Sessions != nil {
+		if len(w.Classes) > 0 || w.Arrival.HasLengths() || w.Arrival.Process == ArrivalClosed {
+			return fail(fmt.Errorf("sessions need an open-loop arrival of session starts, and no classes"))
+		}
+		if err := g.newSessionSamplers(); err != nil {
+			return fail(err)
+		}
+	} else if w.Arrival.HasLengths() {
 		// The trace gives every request's lengths; no distribution is sampled.
 		if len(w.Arrival.Records) == 0 || len(w.Classes) > 0 {
 			return fail(fmt.Errorf("a %s trace needs its loaded records and no classes", w.Arrival.Format))
@@ -137,6 +146,9 @@ func (g *Generator) request(i int, warm bool) Item {
 		phase = phaseWarmup
 	}
 	seed := g.w.Seed
+	if g.w.Sessions != nil {
+		return g.sessionRequest(phase, i, warm)
+	}
 	if a := &g.w.Arrival; a.HasLengths() && len(a.Records) > 0 {
 		// A trace with lengths: request i is entry i (warm-up requests replay the
 		// entries from the first, in their own phase).

@@ -53,7 +53,16 @@ func hashWith(f *File, w *Workload, corpus string) string {
 		IgnoreEOS:    w.IgnoreEOS,
 	}
 	if ds := w.Dataset; ds != nil {
-		c.Dataset = &hDataset{ds.Format, ds.SHA256}
+		c.Dataset = &hDataset{ds.Format, ds.SHA256, ds.Sessions}
+	}
+	if ss := w.Sessions; ss != nil {
+		t := ss.ThinkTime
+		c.Sessions = &hSessions{
+			Count: ss.Count, Turns: lengthForm(&ss.Turns), UserTokens: lengthForm(&ss.UserTokens),
+			OutputTokens: lengthForm(&ss.OutputTokens), SystemPromptTokens: ss.SystemPromptTokens,
+			Think: hThink{Dist: cmp.Or(t.Dist, DistFixed), Value: ns(t.Value), Min: ns(t.Min), Max: ns(t.Max),
+				P50: ns(t.P50), P95: ns(t.P95), Mean: ns(t.Mean)},
+		}
 	}
 	for i := range w.Classes {
 		cl := &w.Classes[i]
@@ -77,24 +86,45 @@ func hashWith(f *File, w *Workload, corpus string) string {
 // The canonical form: fixed field order (struct order), durations in nanoseconds, and
 // omitempty so that an absent value and its zero value agree.
 type hWorkload struct {
-	Schema       string    `json:"schema"`
-	Corpus       string    `json:"corpus"`
-	API          string    `json:"api"`
-	Model        string    `json:"model"`
-	Revision     string    `json:"revision,omitempty"`
-	Seed         int64     `json:"seed"`
-	Requests     int       `json:"requests,omitempty"`
-	Duration     int64     `json:"duration_ns,omitempty"`
-	Warmup       int       `json:"warmup_requests,omitempty"`
-	Arrival      hArrival  `json:"arrival"`
-	PromptTokens hLen      `json:"prompt_tokens"`
-	OutputTokens hLen      `json:"output_tokens"`
-	PrefixCache  hPrefix   `json:"prefix_cache"`
-	Dataset      *hDataset `json:"dataset,omitempty"`
-	Timeout      int64     `json:"timeout_ns"`
-	SLO          hSLO      `json:"slo"`
-	Classes      []hClass  `json:"classes,omitempty"`
-	IgnoreEOS    *bool     `json:"ignore_eos,omitempty"`
+	Schema       string     `json:"schema"`
+	Corpus       string     `json:"corpus"`
+	API          string     `json:"api"`
+	Model        string     `json:"model"`
+	Revision     string     `json:"revision,omitempty"`
+	Seed         int64      `json:"seed"`
+	Requests     int        `json:"requests,omitempty"`
+	Duration     int64      `json:"duration_ns,omitempty"`
+	Warmup       int        `json:"warmup_requests,omitempty"`
+	Arrival      hArrival   `json:"arrival"`
+	PromptTokens hLen       `json:"prompt_tokens"`
+	OutputTokens hLen       `json:"output_tokens"`
+	PrefixCache  hPrefix    `json:"prefix_cache"`
+	Dataset      *hDataset  `json:"dataset,omitempty"`
+	Timeout      int64      `json:"timeout_ns"`
+	SLO          hSLO       `json:"slo"`
+	Classes      []hClass   `json:"classes,omitempty"`
+	IgnoreEOS    *bool      `json:"ignore_eos,omitempty"`
+	Sessions     *hSessions `json:"sessions,omitempty"`
+}
+
+// hSessions is a session workload's conversations; their starts are the arrival's.
+type hSessions struct {
+	Count              int    `json:"count"`
+	Turns              hLen   `json:"turns"`
+	UserTokens         hLen   `json:"user_tokens"`
+	OutputTokens       hLen   `json:"output_tokens"`
+	Think              hThink `json:"think_time"`
+	SystemPromptTokens int    `json:"system_prompt_tokens,omitempty"`
+}
+
+type hThink struct {
+	Dist  string `json:"dist"`
+	Value int64  `json:"value_ns,omitempty"`
+	Min   int64  `json:"min_ns,omitempty"`
+	Max   int64  `json:"max_ns,omitempty"`
+	P50   int64  `json:"p50_ns,omitempty"`
+	P95   int64  `json:"p95_ns,omitempty"`
+	Mean  int64  `json:"mean_ns,omitempty"`
 }
 
 type hArrival struct {
@@ -143,8 +173,9 @@ type hLen struct {
 
 // hDataset pins a dataset by its format and its file's SHA-256, not its path.
 type hDataset struct {
-	Format string `json:"format"`
-	SHA256 string `json:"sha256"`
+	Format   string `json:"format"`
+	SHA256   string `json:"sha256"`
+	Sessions bool   `json:"sessions,omitempty"`
 }
 
 type hPrefix struct {

@@ -752,6 +752,7 @@ func (d *decoder) workload(path string, n *yaml.Node) Workload {
 			})
 			w.Sweep = sw
 		}},
+		{"sessions", func(p string, v *yaml.Node) { w.Sessions = d.sessions(p, v) }},
 	})
 	return w
 }

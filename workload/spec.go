@@ -106,6 +106,41 @@ type Workload struct {
 	// run (slogate sweep with these settings), so that the fleet section prices the
 	// capacity its SLO allows rather than the rate the run offered.
 	Sweep *SweepSpec
+	// Sessions, when set, makes the workload a set of conversations: sessions arrive by
+	// the arrival process (open loop), and within a session each turn is sent when the
+	// previous one has ended and a think time has passed (closed loop), carrying the
+	// whole history. Requests and Duration are unset: Sessions.Count bounds the run.
+	Sessions *Sessions
+}
+
+// Sessions describes multi-turn conversations (workloads[].sessions).
+type Sessions struct {
+	Count int // measured sessions
+	// Turns, UserTokens and OutputTokens are the distributions of the number of turns
+	// of a session, the new message's tokens and the answer's tokens of each turn.
+	// Unset (Dist "") when the dataset gives them (Dataset.Sessions).
+	Turns, UserTokens, OutputTokens LengthDist
+	// ThinkTime is the pause between the end of a turn and the sending of the next.
+	ThinkTime ThinkTime
+	// SystemPromptTokens is the length of the system message that opens every session
+	// (its own text per session); 0: none.
+	SystemPromptTokens int
+	// Line and Col are where the sessions key is in the file (0 when built in code),
+	// so that a session too long for the engine's context is reported there.
+	Line, Col int
+}
+
+// Think-time distribution kinds (ThinkTime.Dist); fixed, uniform and lognormal are the
+// length distributions' kinds.
+const ThinkExponential = "exponential"
+
+// ThinkTime is a distribution of durations, with the keys of a length distribution.
+type ThinkTime struct {
+	Dist     string        // fixed|uniform|lognormal|exponential; "" is fixed
+	Value    time.Duration // fixed
+	Min, Max time.Duration // uniform bounds; lognormal clip (Max 0: none)
+	P50, P95 time.Duration // lognormal
+	Mean     time.Duration // exponential
 }
 
 // SharesPrefixes reports whether requests of w share prompt prefixes by design: a shared
@@ -180,6 +215,9 @@ type Dataset struct {
 	File    string // relative to the config file
 	SHA256  string // hex SHA-256 of the file
 	Entries []DatasetEntry
+	// Sessions replays each ShareGPT conversation as a session: its human turns are the
+	// user messages, its answers' lengths the output lengths (Entries[k].Turns).
+	Sessions bool
 }
 
 // DatasetEntry is one prompt of a dataset.
@@ -192,6 +230,15 @@ type DatasetEntry struct {
 	// OutputLen is the entry's output_len; 0: none (the reply's length, or the
 	// workload's output_tokens).
 	OutputLen int
+	// Turns are the (human, answer) pairs of a ShareGPT conversation, for
+	// Dataset.Sessions: the first is (Prompt, Reply).
+	Turns []DatasetTurn
+}
+
+// DatasetTurn is one exchange of a conversation: the user's message and the answer whose
+// length is the turn's output length.
+type DatasetTurn struct {
+	User, Reply string
 }
 
 // Trace formats (Arrival.Format).

@@ -292,6 +292,8 @@ func (d *decoder) validateWorkload(p string, w *Workload) {
 	}
 	rp, dp := join(p, "requests"), join(p, "duration")
 	switch {
+	case w.Sessions != nil:
+		d.validateSessions(p, w)
 	case d.has(rp) && d.has(dp):
 		d.errorf(d.keyNode(dp), "\"requests\" and \"duration\" are exclusive in %q; give one", disp(p))
 	case !d.has(rp) && !d.has(dp):
@@ -352,7 +354,17 @@ func (d *decoder) validateWorkload(p string, w *Workload) {
 			}
 		}
 		op := join(p, "output_tokens")
-		if d.ok(join(dsp, "file")) && len(w.Dataset.Entries) > 0 {
+		if sp := join(dsp, "sessions"); w.Dataset.Sessions {
+			if w.Dataset.Format != DatasetShareGPT && d.ok(join(dsp, "format")) {
+				d.errorf(d.keyNode(sp), "\"sessions\" applies to format %q only: its conversations are replayed turn by turn", DatasetShareGPT)
+			}
+			if w.Sessions == nil {
+				d.errorf(d.keyNode(sp), "dataset \"sessions\": true needs a \"sessions\" block in %q with the count of sessions (and think_time)", disp(p))
+			}
+		}
+		if w.Sessions != nil {
+			// validateSessions has judged the keys a session workload takes.
+		} else if d.ok(join(dsp, "file")) && len(w.Dataset.Entries) > 0 {
 			switch need := w.Dataset.needsOutputTokens(); {
 			case need && !d.has(op):
 				d.errorf(d.nodes[dsp], "missing \"output_tokens\" %s: some entries of the dataset %s have no output_len", where(p), w.Dataset.File)
@@ -365,7 +377,7 @@ func (d *decoder) validateWorkload(p string, w *Workload) {
 	}
 	// Lengths are needed for the workload unless every class brings its own.
 	for _, k := range []string{"prompt_tokens", "output_tokens"} {
-		if w.Arrival.HasLengths() || w.Dataset != nil {
+		if w.Arrival.HasLengths() || w.Dataset != nil || w.Sessions != nil {
 			break
 		}
 		lp := join(p, k)
