@@ -39,7 +39,7 @@ func TestMessagesAndCapturedText(t *testing.T) {
 	}
 	var sent struct {
 		Messages []struct{ Role, Content string } `json:"messages"`
-		Prompt   *string                         `json:"prompt"`
+		Prompt   *string                          `json:"prompt"`
 	}
 	if err := json.Unmarshal(body, &sent); err != nil {
 		t.Fatalf("body %s: %v", body, err)

@@ -18,7 +18,7 @@ type ClassLengths struct {
 	// Session marks the longest session of a session workload: MaxPrompt is the longest
 	// history its last turn can carry with that turn's message, MaxOutput its answer.
 	// Turns, System and MaxUser are the maxima it comes from (MaxUser 0 for a dataset).
-	Session              bool
+	Session                bool
 	Turns, System, MaxUser int
 }
 
@@ -127,14 +127,14 @@ func distMax(d LengthDist) (int, bool) {
 // such request would be cut short or refused by the engine, and counting it would measure
 // the engine's limit, not the workload.
 type ContextError struct {
-	Config   string // the workload file, for the message
+	Config string // the workload file, for the message
 	// Line and Col place the message at the key whose lengths do not fit (sessions);
 	// 0: the file alone.
 	Line, Col int
-	Workload string
-	Limit    int    // the engine's context per request, in tokens
-	Source   string // where the limit came from, e.g. "/v1/models max_model_len"
-	Over     []ClassLengths
+	Workload  string
+	Limit     int    // the engine's context per request, in tokens
+	Source    string // where the limit came from, e.g. "/v1/models max_model_len"
+	Over      []ClassLengths
 }
 
 func (e *ContextError) Error() string {
