@@ -206,7 +206,7 @@ func (c *Client) Stream(ctx context.Context, req *Request, res *Result) {
 	if req.API == APIChat {
 		url = c.chatURL
 	}
-	res.captureText = req.CaptureText
+	res.CaptureText = req.CaptureText
 	size := len(req.Prompt) + len(req.Model) + len(c.extra) + 160
 	for _, m := range req.Messages {
 		size += len(m.Role) + len(m.Content) + 32
@@ -421,7 +421,7 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, contentType str
 			}
 			res.Last = at
 			res.Chunks++
-			if res.captureText && len(ck.text) > 0 {
+			if res.CaptureText && len(ck.text) > 0 {
 				res.Text = appendUnescaped(res.Text, ck.text)
 			}
 			if perChunk && ck.usage && ck.completion > counted {

@@ -107,8 +107,8 @@ type Result struct {
 	// request asked for it (Request.CaptureText); reasoning and tool-call deltas are not
 	// part of it.
 	Text []byte
-	// captureText is Request.CaptureText for the stream being read.
-	captureText bool
+	// CaptureText is Request.CaptureText, copied by Stream for the stream being read.
+	CaptureText bool
 
 	Status    int    // HTTP status, 0 if none
 	ErrReason string // "" on success; one of the Err* reasons or http_<status>

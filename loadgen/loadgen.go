@@ -93,6 +93,12 @@ type Config struct {
 	// cover exactly the measured requests).
 	OpenWindow func(ctx context.Context)
 
+	// Sessions, when set, makes the measured phase multi-turn: Source.Arrivals are the
+	// sessions' starts (open loop) and each session sends its turns one after another
+	// (closed loop), turn n when turn n-1 has ended and its think time has passed, with
+	// the whole history. Warm-up requests are Source.WarmupRequest, as for any workload.
+	Sessions SessionSource
+
 	// pacing selects how the open-loop dispatcher waits; the zero value is the most
 	// accurate one this platform offers. Benchmarks compare the others.
 	pacing pacing
@@ -163,7 +169,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	r := newRunner(ctx, cfg)
 	out := &Outcome{}
 	var items <-chan workload.Item
-	if !cfg.Closed {
+	if !cfg.Closed && cfg.Sessions == nil {
 		// Started before the warm-up so that its buffer is full when the window opens.
 		stop := make(chan struct{})
 		defer close(stop)
@@ -237,11 +243,17 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	total := len(arrivals)
 	if cfg.Closed {
 		total = cfg.Requests
+	} else if cfg.Sessions != nil {
+		total = r.sessionTurns(len(arrivals))
 	}
 	sched := startSchedLatency()
 	ph := r.startPhase(false, total, windowStart, true)
 	if cfg.Closed {
 		out.Measured = r.closed(ph, windowStart)
+	} else if cfg.Sessions != nil {
+		var notes []string
+		out.Measured, notes = r.sessions(ph, windowStart, arrivals)
+		out.Notes = append(out.Notes, notes...)
 	} else {
 		out.Measured = r.open(ph, windowStart, arrivals, items)
 	}

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -292,7 +293,7 @@ func TestRequestFields(t *testing.T) {
 			cfg.Closed, cfg.Users, cfg.Requests = true, 1, 1
 			run(t, cfg)
 			want := engine.Request{API: tt.api, Model: "llama", Prompt: "measured 0", MaxTokens: 7, MinTokens: tt.wantMin, IgnoreEOS: tt.ignoreEOS}
-			if f.last != want {
+			if !reflect.DeepEqual(f.last, want) {
 				t.Errorf("sent %+v, want %+v", f.last, want)
 			}
 		})

@@ -80,6 +80,12 @@ func (r *runner) think(u, n int) time.Duration {
 // do sends one request scheduled at sched and writes its timeline to out. The phase's
 // in-flight count was raised by the caller at sched time; do lowers it.
 func (r *runner) do(ph *phase, i int, item workload.Item, sched time.Duration, out *result.Request) {
+	r.doWith(ph, i, item, sched, out, nil)
+}
+
+// doWith is do for a turn of a session when t is set: the request carries t's messages,
+// and the answer's text and end come back in t.
+func (r *runner) doWith(ph *phase, i int, item workload.Item, sched time.Duration, out *result.Request, t *turnIO) {
 	s := r.pool.Get().(*slot)
 	s.res.Reset()
 	s.req = engine.Request{
@@ -91,6 +97,9 @@ func (r *runner) do(ph *phase, i int, item workload.Item, sched time.Duration, o
 	}
 	if r.cfg.IgnoreEOS {
 		s.req.MinTokens = item.OutputTokens
+	}
+	if t != nil {
+		s.req.Messages, s.req.CaptureText = t.msgs, true
 	}
 	rctx, cancel := context.WithTimeout(r.ctx, r.cfg.Timeout)
 	before := r.now()
@@ -159,6 +168,10 @@ func (r *runner) do(ph *phase, i int, item workload.Item, sched time.Duration, o
 		}
 	}
 	failed := !res.OK()
+	if t != nil {
+		t.text, t.end = string(res.Text), res.End
+		s.req.Messages = nil
+	}
 	s.req.Prompt = "" // do not pin the prompt while pooled
 	r.pool.Put(s)
 	ph.finish(failed)

@@ -474,6 +474,10 @@ func (r *Runner) run(ctx context.Context, f *workload.File, w *workload.Workload
 
 	var src loadgen.Source = gen
 	var shard *ShardSource
+	if tr.ShardN > 0 && w.Sessions != nil {
+		rec.Incomplete, rec.IncompleteReason = true, fmt.Sprintf("workload %q: a session workload is not split into shards: run it whole", w.Name)
+		return rec
+	}
 	if tr.ShardN > 0 {
 		shard = NewShardSource(gen, tr.ShardI, tr.ShardN)
 		src = shard
@@ -497,6 +501,9 @@ func (r *Runner) run(ctx context.Context, f *workload.File, w *workload.Workload
 		// was measured, and say so, rather than send the rest of the schedule to a
 		// closed port.
 		StopAfterConnectErrors: 20,
+	}
+	if w.Sessions != nil {
+		cfg.Sessions = gen
 	}
 	if closed {
 		// A closed loop sends its next request as soon as the last one ends: against an

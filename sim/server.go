@@ -150,22 +150,32 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 
 const maxBody = 32 << 20
 
-// chatTokenIDs are the token ids of a chat prompt. The template overhead has no text of
-// its own: it is counted as token id 1 (per message before its content, and once at the
-// end for the assistant header).
+// chatTokenIDs are the token ids of a chat prompt, rendered as chat templates render
+// them: each message is a header (its role), its content and an end marker, and the
+// prompt ends with the header of the assistant's reply. The template tokens have no text
+// of their own: a header is chatHeaderTokens tokens of id 1, an end marker token id 2.
+// So the prompt of a turn followed by its answer's tokens is exactly the start of the
+// next turn's prompt (which adds the answer's end marker and the new message): a
+// session's history hits the prefix cache as it does on a real engine.
 func chatTokenIDs(msgs []ChatMessage) []int {
 	ids := make([]int, 0, ChatTokens(msgs))
-	for _, m := range msgs {
-		for range ChatOverheadPerMessage {
+	header := func() {
+		for range chatHeaderTokens {
 			ids = append(ids, 1)
 		}
+	}
+	for _, m := range msgs {
+		header()
 		ids = append(ids, tokenIDs(m.Content)...)
+		ids = append(ids, 2)
 	}
-	for range ChatOverheadFixed {
-		ids = append(ids, 1)
-	}
+	header()
 	return ids
 }
+
+// chatHeaderTokens is the length of a message header; with the end marker it makes
+// ChatOverheadPerMessage, and the reply's header is ChatOverheadFixed.
+const chatHeaderTokens = ChatOverheadFixed
 
 // resetPrefixCache is vLLM's POST /reset_prefix_cache: it empties the prefix cache and
 // answers 200 with no body.

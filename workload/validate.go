@@ -216,6 +216,12 @@ func (d *decoder) validate(f *File) {
 			}
 		}
 	}
+	for i := range f.Workloads {
+		// A conversation's history is a list of messages: the chat API only.
+		if sp := fmt.Sprintf("workloads[%d].sessions", i); f.Workloads[i].Sessions != nil && f.Target.API != "chat" && d.ok("target.api") {
+			d.errorf(d.keyNode(sp), "\"sessions\" needs target.api \"chat\": each turn sends the conversation's messages, which %q cannot carry", f.Target.API)
+		}
+	}
 	d.validateGate(&f.Gate)
 	if f.Capacity != nil {
 		d.validateCapacity(f.Capacity)

@@ -1,0 +1,132 @@
+package loadgen
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/slogate/slogate/engine"
+	"github.com/slogate/slogate/result"
+	"github.com/slogate/slogate/workload"
+)
+
+// SessionSource is what the session executor needs from a workload.Generator (which
+// satisfies it) besides Source.
+type SessionSource interface {
+	Session(i int) workload.Session
+	Turn(i, n int) workload.Turn
+}
+
+var _ SessionSource = (*workload.Generator)(nil)
+
+// turnIO carries a turn's messages to doWith, and its answer back.
+type turnIO struct {
+	msgs []engine.Message
+	text string        // the answer's text
+	end  time.Duration // when the answer ended (or failed)
+}
+
+func (r *runner) sessionInfo(i int) workload.Session {
+	r.srcMu.Lock()
+	defer r.srcMu.Unlock()
+	return r.cfg.Sessions.Session(i)
+}
+
+func (r *runner) sessionTurn(i, n int) workload.Turn {
+	r.srcMu.Lock()
+	defer r.srcMu.Unlock()
+	return r.cfg.Sessions.Turn(i, n)
+}
+
+// sessionTurns is the number of turns n sessions send when none fails.
+func (r *runner) sessionTurns(n int) int {
+	total := 0
+	for i := range n {
+		total += r.sessionInfo(i).Turns
+	}
+	return total
+}
+
+// sessions starts session i at windowStart + arrivals[i], never waiting on another
+// session (open loop), and returns every turn sent, session by session, and the notes
+// the record must carry.
+func (r *runner) sessions(ph *phase, windowStart time.Duration, arrivals []time.Duration) ([]result.Request, []string) {
+	per := make([][]result.Request, len(arrivals))
+	early := make([]bool, len(arrivals))
+	var wg sync.WaitGroup
+	started := 0
+	p := newPacer(r.cfg.Epoch, r.cfg.pacing)
+	for i, a := range arrivals {
+		due := windowStart + a
+		if !p.wait(r.ctx, due) {
+			break
+		}
+		wg.Go(func() { per[i], early[i] = r.session(ph, i, due) })
+		started = i + 1
+	}
+	wg.Wait()
+	var all []result.Request
+	ended := 0
+	for i := range per[:started] {
+		all = append(all, per[i]...)
+		if early[i] {
+			ended++
+		}
+	}
+	for k := range all {
+		all[k].I = k
+	}
+	notes := []string{fmt.Sprintf("sessions: %d started open-loop, their turns closed-loop (each sent when the previous answer ended and its think time passed, latency counted from then); %d turns sent", started, len(all))}
+	if ended > 0 {
+		notes = append(notes, fmt.Sprintf("%d of %d sessions ended early: a turn failed, which ends its session (its later turns were not sent)", ended, started))
+	}
+	return all, notes
+}
+
+// session sends the turns of session i, the first due at due, and reports whether a
+// failed turn ended it before its last turn.
+func (r *runner) session(ph *phase, i int, due time.Duration) (recs []result.Request, early bool) {
+	s := r.sessionInfo(i)
+	var msgs []engine.Message
+	hist := 0
+	if s.System != "" {
+		msgs = append(msgs, engine.Message{Role: "system", Content: s.System})
+		hist = s.SystemTokens
+	}
+	p := newPacer(r.cfg.Epoch, r.cfg.pacing)
+	for n := 1; n <= s.Turns; n++ {
+		t := r.sessionTurn(i, n)
+		if n > 1 {
+			due += t.Think
+			if !p.wait(r.ctx, due) {
+				return recs, false
+			}
+		}
+		if r.ctx.Err() != nil {
+			return recs, false
+		}
+		// The history grows by the new message now and by the answer once it came; the
+		// request sees a copy's length, never an append racing it.
+		msgs = append(msgs, engine.Message{Role: "user", Content: t.Text})
+		io := &turnIO{msgs: msgs[:len(msgs):len(msgs)]}
+		item := workload.Item{Index: i, PromptTokens: hist + t.Tokens, OutputTokens: t.OutputTokens}
+		ph.inflight.Add(1)
+		recs = append(recs, result.Request{})
+		rec := &recs[len(recs)-1]
+		r.doWith(ph, 0, item, due, rec, io)
+		rec.Session, rec.Turn, rec.HistoryTokens = i+1, n, hist
+		if rec.Error != "" {
+			return recs, rec.Error != engine.ErrCanceled && n < s.Turns
+		}
+		msgs = append(msgs, engine.Message{Role: "assistant", Content: io.text})
+		// What the next turn carries: this prompt and its answer, as the engine counted
+		// them where it said, else as estimated.
+		if rec.PromptTokens > 0 && !rec.NoUsage {
+			hist = rec.PromptTokens + rec.OutputTokens
+		} else {
+			hist += t.Tokens + rec.OutputTokens
+		}
+		due = io.end
+	}
+	return recs, false
+}
