@@ -51,6 +51,7 @@ const (
 type Client struct {
 	hc             *http.Client
 	dialer         *dialer // nil with a caller's HTTPClient
+	h1             *h1Pool // the streaming path of its own (h1.go); nil: the transport's
 	completionsURL string
 	chatURL        string
 	tokenizeURL    string
@@ -95,6 +96,7 @@ func NewClient(o ClientOptions) *Client {
 	if c.hc == nil {
 		c.dialer = newDialer(hostPort(base))
 		c.hc = defaultHTTPClient(c.dialer)
+		c.h1 = newH1Pool(base, c.dialer)
 	}
 	if c.maxLine <= 0 {
 		c.maxLine = DefaultMaxLineBytes
@@ -186,6 +188,9 @@ func (c *Client) CloseIdleConnections() {
 	if c.dialer != nil {
 		c.dialer.closeSpares()
 	}
+	if c.h1 != nil {
+		c.h1.closeIdle()
+	}
 	c.hc.CloseIdleConnections()
 }
 
@@ -207,6 +212,10 @@ func (c *Client) Stream(ctx context.Context, req *Request, res *Result) {
 		url = c.chatURL
 	}
 	res.CaptureText = req.CaptureText
+	if c.h1 != nil && strings.HasPrefix(url, c.h1.origin+"/") {
+		c.streamH1(ctx, url[len(c.h1.origin):], req, res)
+		return
+	}
 	size := len(req.Prompt) + len(req.Model) + len(c.extra) + 160
 	for _, m := range req.Messages {
 		size += len(m.Role) + len(m.Content) + 32

@@ -291,6 +291,10 @@ func (c *conn) Write(p []byte) (int, error) {
 // habit is unknown.
 func (c *conn) beforeReuse(lastRead time.Time) error {
 	if c.closedByPeer() {
+		if time.Since(lastRead) < closeWindow {
+			// Closed this soon after a response: as a read that saw it would conclude.
+			c.d.habit.Store(habitCloses)
+		}
 		return errPeerClosed
 	}
 	switch c.d.habit.Load() {

@@ -5,6 +5,9 @@ import (
 	"syscall"
 )
 
+// peekSupported: peek can tell a connection the server closed from an idle one.
+const peekSupported = true
+
 // peek asks the socket, without reading from it or waiting, whether the server has
 // closed it (EOF or an error pending), bytes are waiting, or it is idle. It uses Control,
 // not Read, so that it neither takes the descriptor's read lock (the transport's reader
