@@ -24,7 +24,7 @@ const hashSchema = "slogate-workload-hash/1"
 //
 // It covers the API, the model name and revision, the seed, the request count or
 // duration, warm-up, arrival (with a profile and the loaded trace offsets, not the trace
-// path), lengths (with loaded empirical values, not the file path), classes, prefix cache,
+// path), lengths (with loaded empirical values, not the file path), classes, sessions, prefix cache,
 // timeout, SLO, ignore_eos and CorpusVersion. It leaves out what neither changes the
 // traffic nor the verdict of the SLO: the workload name, the target URL, engine and key,
 // the gate and capacity sections, repeats, max_dispatch_lag, and the file's formatting.
