@@ -144,10 +144,14 @@ type ThinkTime struct {
 }
 
 // SharesPrefixes reports whether requests of w share prompt prefixes by design: a shared
-// prefix, or a trace whose entries share blocks. Its prefix-cache hits are then the
+// prefix, a trace whose entries share blocks, or the turns of a session. Its prefix-cache hits are then the
 // workload's, not a stale cache's.
 func (w *Workload) SharesPrefixes() bool {
 	if w.PrefixCache.Mode == PrefixShared || w.PrefixCache.Mode == PrefixRAG {
+		return true
+	}
+	if w.Sessions != nil {
+		// Each turn's prompt starts with the previous turn's prompt and answer.
 		return true
 	}
 	if w.Arrival.HasLengths() {
