@@ -163,14 +163,15 @@ func (a *app) runWorkloads(ctx context.Context, f *workload.File, p runParams) (
 	for _, w := range selected {
 		repeats := max(w.Repeats, 1)
 		for trial := 1; trial <= repeats; trial++ {
-			rec := r.Run(ctx, f, w, t, measure.Trial{N: trial, Of: repeats, ShardI: shardI, ShardN: shardN, StartAt: p.startAt, MaxStartLate: p.maxStartLate})
+			path := recordPath(p.outDir, w.Name, trial, repeats)
+			rec := r.Run(ctx, f, w, t, measure.Trial{N: trial, Of: repeats, ShardI: shardI, ShardN: shardN, StartAt: p.startAt, MaxStartLate: p.maxStartLate,
+				Journal: strings.TrimSuffix(path, ".json") + ".journal.jsonl"})
 			if launched != nil {
 				if rec.Warmup == nil {
 					rec.Warmup = &result.WarmupSummary{}
 				}
 				rec.Warmup.EngineStartS = launched.StartDuration.Seconds()
 			}
-			path := recordPath(p.outDir, w.Name, trial, repeats)
 			if err := result.Write(path, rec); err != nil {
 				// The directory took the manifest before the run (a full disk, a
 				// directory removed since): keep the measurement somewhere that works.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/slogate/slogate/envinfo"
+	"github.com/slogate/slogate/measure"
 	"github.com/slogate/slogate/result"
 	"github.com/slogate/slogate/sim"
 )
@@ -126,6 +127,41 @@ func TestRunAgainstSimulator(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "small: open loop, 40 requests") {
 		t.Errorf("no summary table:\n%s", out)
+	}
+	// Every request was also appended to the journal as it finished, the record's
+	// timelines line for line.
+	jb, err := os.ReadFile(filepath.Join(dir, "small.journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(jb), "\n"), "\n")
+	var head measure.JournalHead
+	if err := json.Unmarshal([]byte(lines[0]), &head); err != nil || head.Schema != measure.JournalSchema || head.RunID != rec.RunID || head.Workload != "small" {
+		t.Fatalf("journal head %q: %+v %v", lines[0], head, err)
+	}
+	measured := map[int]result.Request{}
+	warm := 0
+	for _, l := range lines[1:] {
+		var q result.Request
+		var jl measure.JournalLine
+		jl.Request = &q
+		if err := json.Unmarshal([]byte(l), &jl); err != nil {
+			t.Fatalf("journal line %q: %v", l, err)
+		}
+		if jl.Warmup {
+			warm++
+		} else {
+			measured[q.I] = q
+		}
+	}
+	if warm != 2 || len(measured) != 40 {
+		t.Errorf("journal: %d warm-up and %d measured requests, want 2 and 40", warm, len(measured))
+	}
+	for _, q := range rec.Requests {
+		if j := measured[q.I]; j.EndUS != q.EndUS || j.FirstUS != q.FirstUS || len(j.ITLUS) != len(q.ITLUS) {
+			t.Errorf("request %d: journal %+v, record %+v", q.I, j, q)
+			break
+		}
 	}
 }
 

@@ -2,8 +2,10 @@ package loadgen
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"testing"
 	"time"
 
@@ -93,5 +95,61 @@ func benchRun(b *testing.B, srv *httptest.Server, useHTTP bool, rate float64, mo
 	// CPU of the whole process (client and test server) per second of wall time.
 	if cpu > 0 {
 		b.ReportMetric(float64(cpu)/float64(wall), "cpus")
+	}
+}
+
+// gapped answers at once with chunks content chunks 1 µs apart: a request's full
+// timeline without I/O.
+type gapped struct {
+	epoch  time.Time
+	chunks int
+}
+
+func (s gapped) Stream(_ context.Context, req *engine.Request, res *engine.Result) {
+	res.Reset()
+	res.Send = time.Since(s.epoch)
+	res.First = res.Send + time.Millisecond
+	for range s.chunks - 1 {
+		res.Gaps = append(res.Gaps, time.Microsecond)
+	}
+	res.Last = res.First + time.Duration(s.chunks-1)*time.Microsecond
+	res.End = res.Last
+	res.Chunks, res.OutputTokens, res.PromptTokens, res.UsageReported, res.FinishReason = s.chunks, s.chunks, 16, true, "length"
+}
+
+// BenchmarkHeapPerRequest measures how the live heap grows with a run's length: an open
+// loop of n requests of 128 chunks each, the Outcome kept as a run keeps it until the
+// record is written. heap-B/req is the live heap after the run, above the level before
+// it, per measured request: constant in n means memory grows linearly with the run (each
+// finished request costs that much until the record is written). Run it with
+//
+//	go test -run '^$' -bench HeapPerRequest ./loadgen/
+func BenchmarkHeapPerRequest(b *testing.B) {
+	for _, n := range []int{2000, 8000} {
+		b.Run(fmt.Sprintf("requests=%d", n), func(b *testing.B) {
+			var per float64
+			for b.Loop() {
+				epoch := time.Now()
+				runtime.GC()
+				var m0, m1 runtime.MemStats
+				runtime.ReadMemStats(&m0)
+				cfg := Config{
+					Streamer: gapped{epoch, 128}, Source: &fakeSource{arrivals: constant(20000, n)}, Epoch: epoch,
+					API: engine.APICompletions, Model: "m", Timeout: 10 * time.Second,
+				}
+				out, err := Run(context.Background(), cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&m1)
+				if len(out.Measured) != n {
+					b.Fatalf("%d requests measured", len(out.Measured))
+				}
+				per = (float64(m1.HeapAlloc) - float64(m0.HeapAlloc)) / float64(n)
+				runtime.KeepAlive(out)
+			}
+			b.ReportMetric(per, "heap-B/req")
+		})
 	}
 }

@@ -99,6 +99,12 @@ type Config struct {
 	// the whole history. Warm-up requests are Source.WarmupRequest, as for any workload.
 	Sessions SessionSource
 
+	// Finished, when set, is called as each request (warm-up or measured) finishes, with
+	// its timeline as the Outcome will hold it, from the goroutine that sent it
+	// (concurrently with others): the hook that writes each request to disk as it ends,
+	// so that a crash loses nothing measured. It must not keep q.
+	Finished func(warmup bool, q *result.Request)
+
 	// pacing selects how the open-loop dispatcher waits; the zero value is the most
 	// accurate one this platform offers. Benchmarks compare the others.
 	pacing pacing

@@ -81,6 +81,14 @@ func (r *runner) think(u, n int) time.Duration {
 // in-flight count was raised by the caller at sched time; do lowers it.
 func (r *runner) do(ph *phase, i int, item workload.Item, sched time.Duration, out *result.Request) {
 	r.doWith(ph, i, item, sched, out, nil)
+	r.finished(ph, out)
+}
+
+// finished hands a finished request to Config.Finished.
+func (r *runner) finished(ph *phase, q *result.Request) {
+	if r.cfg.Finished != nil {
+		r.cfg.Finished(ph.warm, q)
+	}
 }
 
 // doWith is do for a turn of a session when t is set: the request carries t's messages,

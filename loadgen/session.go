@@ -115,6 +115,7 @@ func (r *runner) session(ph *phase, i int, due time.Duration) (recs []result.Req
 		rec := &recs[len(recs)-1]
 		r.doWith(ph, 0, item, due, rec, io)
 		rec.Session, rec.Turn, rec.HistoryTokens = i+1, n, hist
+		r.finished(ph, rec)
 		if rec.Error != "" {
 			return recs, rec.Error != engine.ErrCanceled && n < s.Turns
 		}

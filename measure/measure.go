@@ -371,6 +371,10 @@ type Trial struct {
 	// (0: DefaultMaxStartLate).
 	StartAt      time.Time
 	MaxStartLate time.Duration
+	// Journal, when set, is the file each request is appended to as it finishes (JSONL,
+	// see journal.go), so that what was measured survives a run that never gets to write
+	// its record.
+	Journal string
 }
 
 // DefaultMaxStartLate is the least bound on how late a shard may open its window after
@@ -524,6 +528,22 @@ func (r *Runner) run(ctx context.Context, f *workload.File, w *workload.Workload
 		sc := &engine.Scraper{URL: url, Set: t.ID.Metrics, APIKey: t.APIKey, Timeout: r.ProbeTimeout}
 		sampler = &loadgen.EngineSampler{Scrape: sc.Scrape, Every: f.Target.Metrics.Interval, Epoch: epoch}
 		cfg.OpenWindow, cfg.Observe = sampler.Prime, sampler.Run
+	}
+	if tr.Journal != "" {
+		var keys result.Secrets
+		keys.Add(t.APIKey)
+		redact := func(s string) string { return r.Secrets.String(keys.String(s)) }
+		j, err := openJournal(tr.Journal, JournalHead{Workload: w.Name, RunID: rec.RunID, Trial: rec.Trial, Shard: rec.Shard, Start: start.UTC()}, redact)
+		if err != nil {
+			rec.Notes = append(rec.Notes, "no journal of requests as they finished: "+err.Error())
+		} else {
+			cfg.Finished = j.add
+			defer func() {
+				if err := j.close(); err != nil {
+					rec.Notes = append(rec.Notes, "the journal of requests as they finished is incomplete: "+err.Error())
+				}
+			}()
+		}
 	}
 	out, err := loadgen.Run(ctx, cfg)
 	if r.Progress != nil && r.ProgressDone != nil {
