@@ -159,6 +159,7 @@ func Merge(recs ...*Record) (*Record, error) {
 		}
 	}
 	m.IncompleteReason = strings.Join(reasons, "; ")
+	m.Priming = mergePriming(shards2recs(shards))
 	slices.SortFunc(m.Requests, func(a, b Request) int { return a.I - b.I })
 	for k := 1; k < len(m.Requests); k++ {
 		if m.Requests[k].I == m.Requests[k-1].I {
@@ -359,4 +360,31 @@ func unionWindow(a, b Window) Window {
 		return a
 	}
 	return Window{StartUS: min(a.StartUS, b.StartUS), EndUS: max(a.EndUS, b.EndUS)}
+}
+
+// mergePriming adds up the shards' priming passes (each primed its own slice of the
+// schedule against the one engine): requests, errors and tokens summed, the longest
+// duration. Nil when no shard primed.
+func mergePriming(recs []*Record) *PrimingSummary {
+	var m *PrimingSummary
+	for _, r := range recs {
+		p := r.Priming
+		if p == nil {
+			continue
+		}
+		if m == nil {
+			m = &PrimingSummary{}
+		}
+		m.Requests += p.Requests
+		m.PromptTokens += p.PromptTokens
+		m.Concurrency = max(m.Concurrency, p.Concurrency)
+		m.DurationS = max(m.DurationS, p.DurationS)
+		for k, v := range p.Errors {
+			if m.Errors == nil {
+				m.Errors = map[string]int{}
+			}
+			m.Errors[k] += v
+		}
+	}
+	return m
 }

@@ -164,6 +164,7 @@ func Summarize(reqs []Request, in SummaryInput) Summary {
 		scratch, dials              []int64
 		retried                     int
 	)
+	metFlags := make([]bool, len(reqs))
 	for i := range reqs {
 		r := &reqs[i]
 		// A request the run never got to send (interrupted first) has no dispatch lag.
@@ -186,6 +187,7 @@ func Summarize(reqs []Request, in SummaryInput) Summary {
 		s.Completed++
 		if meets(r, in.SLO, &scratch) {
 			met++
+			metFlags[i] = true
 		}
 		outputTokens += r.OutputTokens
 		promptT, prompt = append(promptT, r.PromptTarget), append(prompt, r.PromptTokens)
@@ -231,9 +233,12 @@ func Summarize(reqs []Request, in SummaryInput) Summary {
 		s.ThroughputRPS = float64(s.Completed) / s.DurationS
 		s.OutputTokensPS = float64(outputTokens) / s.DurationS
 	}
+	goodputDen := s.DurationS
 	if s.ArrivalSpanS > 0 {
 		s.GoodputRPS = float64(met) / s.ArrivalSpanS
+		goodputDen = s.ArrivalSpanS
 	}
+	breakdowns(&s, reqs, metFlags, goodputDen, met)
 
 	s.DispatchLagms = LagSummary{P50: usToMS(lag.ValueAtUS(50)), P99: usToMS(lag.ValueAtUS(99)), Max: usToMS(lag.max)}
 	bound := in.MaxDispatchLag

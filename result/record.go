@@ -75,6 +75,9 @@ type Record struct {
 	Summary Summary `json:"summary"`
 	// Warmup summarizes the warm-up phase, excluded from Summary.
 	Warmup *WarmupSummary `json:"warmup,omitempty"`
+	// Priming summarizes the priming pass of a warm run (prefix_cache: warm), sent after
+	// the warm-up and before the window, excluded from Summary; nil for other modes.
+	Priming *PrimingSummary `json:"priming,omitempty"`
 	// Requests are the measured requests, in index order.
 	Requests []Request `json:"requests"`
 	// Series are time series sampled during the run (client in-flight count, and the
@@ -271,6 +274,13 @@ type Summary struct {
 	KVConcurrency *KVConcurrency `json:"kv_concurrency,omitempty"`
 	// LittleLaw checks mean in flight against arrival rate × mean E2E.
 	LittleLaw *LittleLaw `json:"little_law,omitempty"`
+
+	// ByClass breaks the run down by class, when its requests carry more than one
+	// (breakdown.go); ByTurn by turn index and ByHistory by history length, when they are
+	// turns of sessions. Absent otherwise.
+	ByClass   []ClassStats   `json:"by_class,omitempty"`
+	ByTurn    []TurnStats    `json:"by_turn,omitempty"`
+	ByHistory []HistoryStats `json:"by_history,omitempty"`
 }
 
 // EngineTokens are deltas of the engine's token counters from the scrape before the first
@@ -288,6 +298,9 @@ type EngineTokens struct {
 const (
 	PrefixCold   = "cold"
 	PrefixShared = "shared"
+	// PrefixWarm: every measured prompt was sent once (with max_tokens 1) before the
+	// window, so the window meets the cache those prompts left (Record.Priming).
+	PrefixWarm = "warm"
 )
 
 // ColdHitRateMax is the prefix-cache hit rate above which a cold run is not judged: its
@@ -306,7 +319,7 @@ const ColdOpeningTokens = 4
 
 // PrefixCacheRun is how a run met the engine's prefix cache.
 type PrefixCacheRun struct {
-	Mode  string      `json:"mode"`            // cold | shared
+	Mode  string      `json:"mode"`            // cold | shared | warm
 	Reset *CacheReset `json:"reset,omitempty"` // nil: no reset asked for
 }
 
@@ -475,6 +488,19 @@ type WarmupSummary struct {
 	DurationS  float64     `json:"duration_s"`
 	// EngineStartS is how long a started engine took to become ready (0 if not started).
 	EngineStartS float64 `json:"engine_start_s,omitempty"`
+}
+
+// PrimingSummary reports the priming pass of a warm run: requests that sent the measured
+// requests' prompts, each asking for one token, so that the engine's prefix cache holds
+// them when the window opens. None of it is in the summary.
+type PrimingSummary struct {
+	Requests int            `json:"requests"`
+	Errors   map[string]int `json:"errors,omitempty"`
+	// PromptTokens are the prompt tokens of the successful ones, from the server's usage
+	// (0 where it gave none).
+	PromptTokens int     `json:"prompt_tokens"`
+	Concurrency  int     `json:"concurrency"`
+	DurationS    float64 `json:"duration_s"`
 }
 
 // Series are time series sampled during the run.
