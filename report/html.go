@@ -79,6 +79,7 @@ type page struct {
 	EnvDiffers                              bool
 	Notes                                   []noteGroup
 	Charts                                  []chart
+	Breakdowns                              []htmlBreakdown
 }
 
 type row struct {
@@ -135,6 +136,7 @@ func buildPage(r HTMLReport) page {
 	}
 	pg.RunRows = runRows(rs)
 	pg.Latency = latencyRows(rs)
+	pg.Breakdowns = htmlBreakdowns(rs)
 	pg.FigureRows = figureRows(rs)
 	pg.Errors = errorRows(rs)
 	pg.Env, pg.EnvDiffers = envRows(rs)
@@ -426,6 +428,17 @@ func charts(cand, base *result.Record) []chart {
 			"The engine exposes no KV occupancy series: this chart is omitted.", KVChart)
 	}
 
+	// Sessions: TTFT against turn and history, from the summaries (a baseline file has
+	// them too).
+	if len(cand.Summary.ByTurn) > 0 || (dists != nil && len(dists.Summary.ByTurn) > 0) {
+		addDist("TTFT by turn",
+			"TTFT p50 and p95 of each turn index of the sessions (summary.by_turn): a growing line is a history the prefix cache did not hold.",
+			"No turn had a successful request.", TurnChart)
+		addDist("TTFT by history length",
+			"TTFT p50 and p95 of the turns by the prompt tokens they carried from earlier turns, in power-of-two buckets (summary.by_history).",
+			"No turn had a successful request.", HistoryChart)
+	}
+
 	cs, bs, err := LatencyScatter(cand, base)
 	const caption = "Each request's TTFT and E2E against its scheduled time; a failed request is a cross at end − sched, so timeouts form a row at the timeout. Overlapping marks are drawn once."
 	const missing = "No request to draw."
@@ -562,7 +575,15 @@ td.v.fail { background: #ffebe9; }
 {{end}}</table>
 <p class="def">Latency percentiles are over successful requests; TTFT and E2E are measured from the scheduled send, so queueing in the client or the engine is included.</p>
 </section>
-<section>
+{{range .Breakdowns}}<section class="breakdown">
+<h2>{{.Heading}}</h2>
+<table>
+<tr>{{range $i, $h := .Head}}<th>{{$h}}</th>{{if eq $i 0}}<th>run</th>{{end}}{{end}}</tr>
+{{range .Rows}}<tr>{{if .First}}<th rowspan="{{.Span}}">{{.Key}}</th>{{end}}<td>{{.Run}}</td>{{range .Cells}}<td class="n">{{.}}</td>{{end}}</tr>
+{{end}}</table>
+<p class="def">{{.Note}}</p>
+</section>
+{{end}}<section>
 <h2>Throughput, SLO and errors</h2>
 <table>
 <tr><th></th>{{range .Runs}}<th>{{.}}</th>{{end}}</tr>

@@ -206,6 +206,9 @@ func (c Comment) workloadMain(b *strings.Builder, w gate.WorkloadResult) {
 		fmt.Fprintf(b, "SLO attainment **%s** · goodput %s req/s · error rate %s%s\n\n",
 			pctStr(s.SLOAttainment), num(s.GoodputRPS), pctStr(s.ErrorRate), mdErrors(s.Errors))
 	}
+	if len(w.BaselineSummaries) > 0 {
+		mdCompareBreakdowns(b, &w.BaselineSummaries[0], candidateSummary(w))
+	}
 	c.comparedWith(b, w)
 }
 
@@ -304,10 +307,18 @@ func recordDetails(b *strings.Builder, r *result.Record, w gate.WorkloadResult) 
 	l := s.Lengths
 	fmt.Fprintf(b, "- Lengths p50/p95: prompt target %s/%s achieved %s/%s; output target %s/%s achieved %s/%s; %d ended early\n",
 		num(l.PromptTarget.P50), num(l.PromptTarget.P95), num(l.Prompt.P50), num(l.Prompt.P95), num(l.OutputTarget.P50), num(l.OutputTarget.P95), num(l.Output.P50), num(l.Output.P95), s.EarlyStops)
+	if p := r.Priming; p != nil {
+		fmt.Fprintf(b, "- Priming (prefix_cache: warm, excluded): %d requests, %d prompt tokens, %s s at concurrency %d%s\n",
+			p.Requests, p.PromptTokens, num(p.DurationS), p.Concurrency, mdErrors(p.Errors))
+	}
+	if pc := s.PrefixCache; pc != nil {
+		fmt.Fprintf(b, "- Prefix cache over the window: %s hit (%s)\n", pctStr(pc.HitRate), esc(pc.Source))
+	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(b, "- Note: %s\n", esc(n))
 	}
 	b.WriteString("\n")
+	mdBreakdowns(b, s)
 }
 
 // mermaidLatency charts the candidate's latency percentiles against the baseline's, which

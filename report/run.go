@@ -70,6 +70,14 @@ func RunTable(w io.Writer, rec *result.Record, path string) {
 	if wu := rec.Warmup; wu != nil {
 		fmt.Fprintf(w, "warm-up: %d requests, cold TTFT %s ms (excluded from the metrics above)\n", wu.Requests, num(wu.ColdTTFTms))
 	}
+	if p := rec.Priming; p != nil {
+		fmt.Fprintf(w, "priming (prefix_cache: warm): %d requests, %d prompt tokens, in %s s at concurrency %d%s (excluded from the metrics above)\n",
+			p.Requests, p.PromptTokens, num(p.DurationS), p.Concurrency, errorList(p.Errors))
+	}
+	if pc := s.PrefixCache; pc != nil {
+		fmt.Fprintf(w, "prefix cache over the window: %s hit (%s)\n", pctStr(pc.HitRate), pc.Source)
+	}
+	terminalBreakdowns(w, s)
 	if rec.Incomplete {
 		fmt.Fprintf(w, "INCOMPLETE: %s\n", rec.IncompleteReason)
 	}
