@@ -466,7 +466,10 @@ func (r *Runner) run(ctx context.Context, f *workload.File, w *workload.Workload
 	cal := gen.Calibration()
 	rec.Calibration = result.Calibration{Method: cal.Method, CharsPerToken: cal.CharsPerToken}
 	rec.PrefixCache = &result.PrefixCacheRun{Mode: result.PrefixCold}
-	if w.SharesPrefixes() {
+	switch {
+	case w.PrefixCache.Mode == workload.PrefixWarm:
+		rec.PrefixCache.Mode = result.PrefixWarm
+	case w.SharesPrefixes():
 		rec.PrefixCache.Mode = result.PrefixShared
 	}
 	if w.PrefixCache.Reset {
@@ -545,6 +548,22 @@ func (r *Runner) run(ctx context.Context, f *workload.File, w *workload.Workload
 			}()
 		}
 	}
+	if w.PrefixCache.Mode == workload.PrefixWarm {
+		// The priming pass goes after the warm-up (which measures the engine's cold
+		// start) and before the window's first scrape (so that the window's figures
+		// exclude it).
+		n, open := primeCount(w, src), cfg.OpenWindow
+		cfg.OpenWindow = func(ctx context.Context) {
+			r.logf("priming the prefix cache: %d prompts of workload %q (prefix_cache: warm)", n, w.Name)
+			rec.Priming = r.prime(ctx, client, src, n, f.Target.API, t.ID.ModelID, w.Timeout)
+			if note := primingNote(rec.Priming); note != "" {
+				rec.Notes = append(rec.Notes, note)
+			}
+			if open != nil {
+				open(ctx)
+			}
+		}
+	}
 	out, err := loadgen.Run(ctx, cfg)
 	if r.Progress != nil && r.ProgressDone != nil {
 		r.ProgressDone()
@@ -579,6 +598,9 @@ func (r *Runner) run(ctx context.Context, f *workload.File, w *workload.Workload
 	scrapedElsewhere := tr.ShardN > 0 && tr.ShardI != ScrapingShard
 	if rec.PrefixCache.Mode == result.PrefixCold && rec.Summary.PrefixCache == nil && !scrapedElsewhere {
 		rec.Notes = append(rec.Notes, "prefix-cache hits not measured: the engine reports no prefix-cache figures, so nothing shows whether this cold run met a warm cache")
+	}
+	if rec.PrefixCache.Mode == result.PrefixWarm && rec.Summary.PrefixCache == nil && !scrapedElsewhere {
+		rec.Notes = append(rec.Notes, "prefix-cache hits not measured: the engine reports no prefix-cache figures, so nothing shows how much of the primed prompts the window found cached")
 	}
 	if why := rec.WarmCold(); why != "" {
 		rec.Notes = append(rec.Notes, why+"; the gate refuses this run")

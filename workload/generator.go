@@ -112,7 +112,7 @@ func newGenerator(w *Workload) (*Generator, error) {
 	}
 
 	switch w.PrefixCache.Mode {
-	case "", PrefixCold:
+	case "", PrefixCold, PrefixWarm:
 	case PrefixRAG:
 		pc := w.PrefixCache
 		if pc.Documents < 1 || pc.DocsPerRequest < 1 || pc.DocsPerRequest > pc.Documents || pc.DocTokens < 1 || !(pc.Zipf >= 0) {
@@ -131,7 +131,7 @@ func newGenerator(w *Workload) (*Generator, error) {
 			return fail(fmt.Errorf("prefix_cache shared: groups %d must be >= 1", w.PrefixCache.Groups))
 		}
 	default:
-		return fail(fmt.Errorf("prefix_cache mode %q: expected %q, %q or %q", w.PrefixCache.Mode, PrefixCold, PrefixShared, PrefixRAG))
+		return fail(fmt.Errorf("prefix_cache mode %q: expected %q, %q, %q or %q", w.PrefixCache.Mode, PrefixCold, PrefixShared, PrefixRAG, PrefixWarm))
 	}
 	im.groups = max(w.PrefixCache.Groups, 1)
 	return g, nil

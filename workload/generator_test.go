@@ -207,7 +207,7 @@ func TestNewGeneratorRejects(t *testing.T) {
 		{"bad output lengths", func(w *Workload) { w.OutputTokens = LengthDist{} }},
 		{"zero class weight", func(w *Workload) { w.Classes[1].Weight = 0 }},
 		{"bad class lengths", func(w *Workload) { w.Classes[1].PromptTokens = LengthDist{Dist: DistEmpirical} }},
-		{"unknown prefix mode", func(w *Workload) { w.PrefixCache.Mode = "warm" }},
+		{"unknown prefix mode", func(w *Workload) { w.PrefixCache.Mode = "hot" }},
 		{"shared with no prefix", func(w *Workload) { w.PrefixCache = PrefixCache{Mode: PrefixShared} }},
 	}
 	for _, c := range cases {

@@ -28,7 +28,7 @@ var (
 	validProcesses    = []string{ArrivalConstant, ArrivalPoisson, ArrivalGamma, ArrivalTrace, ArrivalClosed}
 	validThinkDists   = []string{"fixed", "exponential"}
 	validDists        = []string{DistFixed, DistUniform, DistLognormal, DistEmpirical}
-	validPrefixModes  = []string{PrefixCold, PrefixShared, PrefixRAG}
+	validPrefixModes  = []string{PrefixCold, PrefixShared, PrefixRAG, PrefixWarm}
 	validTraceFormats = []string{TraceOffsets, TraceMooncake, TraceAzure, TraceBurstGPT}
 	validSLOMetrics   = []string{"ttft", "tpot", "itl", "e2e"}
 	validDirections   = []string{"higher", "lower"}

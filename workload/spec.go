@@ -314,11 +314,15 @@ const (
 	// PrefixRAG: each request opens with k documents drawn from a pool of D shared ones
 	// with Zipf-like popularity.
 	PrefixRAG = "rag"
+	// PrefixWarm: prompts as cold ones (unique to the run), and before the measured
+	// window a priming pass sends every one of them once, asking for one token, so that
+	// the window meets a cache that holds what fits of them.
+	PrefixWarm = "warm"
 )
 
 // PrefixCache says how prompts interact with the engine's prefix cache.
 type PrefixCache struct {
-	Mode   string // cold (default) | shared
+	Mode   string // cold (default) | shared | rag | warm
 	Tokens int    // shared: length of the common prefix in tokens
 	Groups int    // shared: number of distinct prefixes; default 1
 	// rag: Documents in the pool (default 16), DocsPerRequest drawn for each request
