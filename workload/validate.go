@@ -401,7 +401,9 @@ func (d *decoder) validateWorkload(p string, w *Workload) {
 		}
 	}
 	d.validatePrefix(join(p, "prefix_cache"), &w.PrefixCache)
-	if pp := join(p, "prefix_cache"); w.PrefixCache.Mode == PrefixWarm && w.Arrival.Process == ArrivalClosed && w.Requests == 0 && d.ok(pp) {
+	// A session workload refuses every mode but cold (validateSessions): its later turns
+	// carry answers that do not exist before the run, so there is nothing to prime.
+	if pp := join(p, "prefix_cache"); w.PrefixCache.Mode == PrefixWarm && w.Sessions == nil && w.Arrival.Process == ArrivalClosed && w.Requests == 0 && d.ok(pp) {
 		d.fail(pp, d.nodes[pp], "prefix_cache mode %q primes every prompt the run will send, and a closed loop bounded by duration alone sends a number not known in advance: set requests", PrefixWarm)
 	}
 	d.check(join(p, "timeout"), w.Timeout > 0, "must be more than 0s; a request without a deadline can hang the run")
