@@ -133,10 +133,13 @@ func TestCommentBreakdownsCandidateOnly(t *testing.T) {
 // the summaries; a run without sessions has neither chart.
 func TestHTMLBreakdowns(t *testing.T) {
 	base, cand := sessionRecord(6, 4, 50, 0), sessionRecord(6, 4, 50, 60)
+	cand.Priming = &result.PrimingSummary{Requests: 24, PromptTokens: 7200, Concurrency: 8, DurationS: 0.5}
+	cand.PrefixCache = &result.PrefixCacheRun{Mode: result.PrefixWarm}
+	cand.Summary.PrefixCache = &result.PrefixCacheStats{Queries: 7200, Hits: 6600, HitRate: 6600.0 / 7200, Source: "vllm:prefix_cache_hits_total"}
 	page := writePage(t, HTMLReport{Candidate: cand, Baseline: base, Generated: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)})
-	nodes, text := parsePage(t, page)
-	_ = nodes
-	for _, want := range []string{"By class", "By turn", "By history length", "TTFT by turn.", "TTFT by history length.", "512–1023", "agent"} {
+	_, text := parsePage(t, page)
+	for _, want := range []string{"By class", "By turn", "By history length", "TTFT by turn.", "TTFT by history length.", "512–1023", "agent",
+		"priming pass (excluded)", "24 requests, 7200 prompt tokens", "91.67 % (warm)"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("page lacks %q", want)
 		}

@@ -313,6 +313,28 @@ func figureRows(rs []run) []row {
 			return out + errorList(w.Errors)
 		}))
 	}
+	if slices.ContainsFunc(rs, func(x run) bool { return x.rec.Summary.PrefixCache != nil }) {
+		rows = append(rows, each("prefix-cache hits over the window", rs, func(r *result.Record) string {
+			pc := r.Summary.PrefixCache
+			if pc == nil {
+				return "not reported"
+			}
+			mode := ""
+			if r.PrefixCache != nil {
+				mode = " (" + r.PrefixCache.Mode + ")"
+			}
+			return percent(pc.HitRate) + mode + ", " + pc.Source
+		}))
+	}
+	if slices.ContainsFunc(rs, func(x run) bool { return x.rec.Priming != nil }) {
+		rows = append(rows, each("priming pass (excluded)", rs, func(r *result.Record) string {
+			p := r.Priming
+			if p == nil {
+				return "none"
+			}
+			return fmt.Sprintf("%d requests, %d prompt tokens, %s s at concurrency %d", p.Requests, p.PromptTokens, num(p.DurationS), p.Concurrency) + errorList(p.Errors)
+		}))
+	}
 	return rows
 }
 
