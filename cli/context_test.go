@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -76,4 +77,53 @@ func pageCounter(t *testing.T, url, name string) float64 {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// A session workload whose longest session (system prompt + turns max × (user max +
+// output max)) cannot fit the engine's context is refused with exit 2 at the sessions
+// key, before anything is sent; a bad session key is exit 2 at its line and column.
+func TestRunRefusesSessionsOverContext(t *testing.T) {
+	url := startSim(t, sim.Options{Seed: 1})
+	const sessions = `version: 1
+model: {name: sim-tiny}
+workloads:
+  - name: chat
+    arrival: {process: poisson, rate: 5}
+    sessions:
+      count: 3
+      turns: {dist: uniform, min: 2, max: %d}
+      user_tokens: 100
+      output_tokens: 60
+      think_time: %s
+`
+	for _, tt := range []struct {
+		turns int
+		think string
+		want  []string
+	}{
+		// 7 × (100 + 60) = 1120 tokens cannot fit a 1024-token context
+		{7, "100ms", []string{"slogate.yaml:6:5: workload \"chat\" does not fit the engine's context of 1024 tokens per request",
+			"system_prompt_tokens 0 + turns max 7 × (user_tokens max 100 + output_tokens max 60), is 1120 tokens > 1024", "Nothing was sent"}},
+		// a lognormal think time without its max
+		{5, "{dist: lognormal, p50: 1s, p95: 2s}", []string{"slogate.yaml:11:19: missing required key \"max\" in \"sessions.think_time\""}},
+	} {
+		body := fmt.Sprintf(sessions, tt.turns, tt.think)
+		a, out, errb := testApp(t)
+		dir := t.TempDir()
+		code := a.run(context.Background(), []string{"run", "-c", writeConfig(t, body), "--target", url, "-o", dir})
+		if code != ExitBadInput {
+			t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, ExitBadInput, out, errb)
+		}
+		for _, s := range tt.want {
+			if !strings.Contains(errb.String(), s) {
+				t.Errorf("stderr %q lacks %q", errb.String(), s)
+			}
+		}
+		if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+			t.Errorf("files written: %v", ents)
+		}
+	}
+	if n := pageCounter(t, url, "vllm:prompt_tokens_total"); n != 0 {
+		t.Errorf("the simulator processed %v prompt tokens, want 0: requests were sent", n)
+	}
 }

@@ -183,3 +183,14 @@ func TestSessionsOverContext(t *testing.T) {
 		t.Errorf("got\n%v\nwant it to start %q and give the numbers", err, want)
 	}
 }
+
+// A session workload is not split into shards: its turns follow one another.
+func TestSessionsRefuseShards(t *testing.T) {
+	f, err := workload.Parse("slogate.yaml", []byte(sessionsConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ParseShard("1/2", []*workload.Workload{&f.Workloads[0]}); !IsBadInput(err) || !strings.Contains(err.Error(), "set of sessions") {
+		t.Errorf("got %v, want bad input refusing to shard sessions", err)
+	}
+}

@@ -87,6 +87,9 @@ func ParseShard(s string, ws []*workload.Workload) (i, n int, err error) {
 		if w.Arrival.Process == workload.ArrivalClosed {
 			return 0, 0, badInput("--shard splits an open-loop schedule; workload %q is closed-loop (give each machine its own users instead)", w.Name)
 		}
+		if w.Sessions != nil {
+			return 0, 0, badInput("--shard splits a schedule of requests; workload %q is a set of sessions, whose turns follow each other (run it whole)", w.Name)
+		}
 	}
 	return i, n, nil
 }
