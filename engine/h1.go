@@ -185,14 +185,18 @@ func (c *Client) appendHead(b []byte, target string, n int, closeConn bool) []by
 // streamH1 is Stream on the HTTP/1.1 path; target is the request URI.
 func (c *Client) streamH1(ctx context.Context, target string, req *Request, res *Result) {
 	bp, mp := h1Bufs.Get().(*[]byte), h1Bufs.Get().(*[]byte)
-	defer func() {
+	// The buffers go back once the request is written, not when the stream ends: an
+	// open stream holds none.
+	release := func() {
 		for _, p := range []*[]byte{bp, mp} {
-			if cap(*p) <= 64<<10 { // never keep a buffer a huge prompt grew
+			if p != nil && cap(*p) <= 64<<10 { // never keep a buffer a huge prompt grew
 				*p = (*p)[:0]
 				h1Bufs.Put(p)
 			}
 		}
-	}()
+		bp, mp = nil, nil
+	}
+	defer func() { release() }()
 	// The body first, to learn its length; then the head and the body together, so that
 	// the request is one write.
 	*bp = c.appendBody((*bp)[:0], req)
@@ -226,6 +230,7 @@ func (c *Client) streamH1(ctx context.Context, target string, req *Request, res 
 		stop = context.AfterFunc(ctx, func() { nc.SetDeadline(pastDeadline) })
 		n, err := hc.nc.Write(out)
 		if err == nil {
+			release()
 			break
 		}
 		stop()

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -53,7 +52,7 @@ type Result struct {
 	ServerCPUus        float64 // server CPU per request, µs (0: unknown)
 	ClientCores        float64 // client CPU over the point's wall time
 	ServerCores        float64
-	BytesPerStream     float64 // peak Go heap + stacks above the idle level, per open stream (closed points)
+	BytesPerStream     float64 // live Go heap + stacks halfway through the streams, above the idle level, per open stream (closed points)
 	Accurate           bool
 	Why                string // the first accuracy criterion missed
 	// ClientProcs and ServerProcs are the GOMAXPROCS the point ran under, when they were
@@ -184,29 +183,22 @@ func measure(ctx context.Context, o Options, p Point) Result {
 	}
 	runtime.GC()
 	idle := liveBytes()
-	var peak uint64
-	var mu sync.Mutex
-	sample := func(context.Context) {}
+	var live uint64
 	if cfg.Closed {
-		// Sample memory while the streams are open (ReadMemStats stops the world
-		// briefly: ten times a second is enough).
-		sample = func(ctx context.Context) {
-			t := time.NewTicker(100 * time.Millisecond)
+		// The live heap and stacks once, halfway through the streams, after a
+		// collection: what the open streams hold, not the garbage a sample between
+		// collections would count with it.
+		cfg.Observe = func(ctx context.Context) {
+			t := time.NewTimer(e.TTFT + time.Duration(p.Tokens)*e.ITL/2)
 			defer t.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-t.C:
-					b := liveBytes()
-					mu.Lock()
-					peak = max(peak, b)
-					mu.Unlock()
-				}
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+				runtime.GC()
+				live = liveBytes()
 			}
 		}
 	}
-	cfg.Observe = sample
 	cpu0, wall0 := cpuTime(), time.Now()
 	var srv0 time.Duration
 	if e.CPU != nil {
@@ -246,8 +238,8 @@ func measure(ctx context.Context, o Options, p Point) Result {
 	res.ServerCPUus = float64(srv.Microseconds()) / float64(n)
 	res.ClientCores = cpu.Seconds() / wall.Seconds()
 	res.ServerCores = srv.Seconds() / wall.Seconds()
-	if cfg.Closed && peak > idle {
-		res.BytesPerStream = float64(peak-idle) / float64(p.Streams)
+	if cfg.Closed && live > idle {
+		res.BytesPerStream = float64(live-idle) / float64(p.Streams)
 	}
 	res.Accurate, res.Why = judge(e, p, res)
 	return res
