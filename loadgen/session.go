@@ -108,18 +108,18 @@ func (r *runner) session(ph *phase, i int, due time.Duration) (recs []result.Req
 		// The history grows by the new message now and by the answer once it came; the
 		// request sees a copy's length, never an append racing it.
 		msgs = append(msgs, engine.Message{Role: "user", Content: t.Text})
-		io := &turnIO{msgs: msgs[:len(msgs):len(msgs)]}
+		tio := &turnIO{msgs: msgs[:len(msgs):len(msgs)]}
 		item := workload.Item{Index: i, PromptTokens: hist + t.Tokens, OutputTokens: t.OutputTokens}
 		ph.inflight.Add(1)
 		recs = append(recs, result.Request{})
 		rec := &recs[len(recs)-1]
-		r.doWith(ph, 0, item, due, rec, io)
+		r.doWith(ph, 0, item, due, rec, tio)
 		rec.Session, rec.Turn, rec.HistoryTokens = i+1, n, hist
 		r.finished(ph, rec)
 		if rec.Error != "" {
 			return recs, rec.Error != engine.ErrCanceled && n < s.Turns
 		}
-		msgs = append(msgs, engine.Message{Role: "assistant", Content: io.text})
+		msgs = append(msgs, engine.Message{Role: "assistant", Content: tio.text})
 		// What the next turn carries: this prompt and its answer, as the engine counted
 		// them where it said, else as estimated.
 		if rec.PromptTokens > 0 && !rec.NoUsage {
@@ -127,7 +127,7 @@ func (r *runner) session(ph *phase, i int, due time.Duration) (recs []result.Req
 		} else {
 			hist += t.Tokens + rec.OutputTokens
 		}
-		due = io.end
+		due = tio.end
 	}
 	return recs, false
 }
