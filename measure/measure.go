@@ -334,7 +334,11 @@ func MaxReaderLag(w *workload.Workload) time.Duration {
 // none are named), at least 1 ms; 0 when the workload has no such SLO.
 func sloBound(w *workload.Workload, metrics ...string) time.Duration {
 	var tight time.Duration
-	for _, t := range w.SLO.Targets {
+	targets := slices.Clone(w.SLO.Targets)
+	for _, c := range w.Classes {
+		targets = append(targets, c.SLO.Targets...)
+	}
+	for _, t := range targets {
 		if len(metrics) > 0 && !slices.Contains(metrics, t.Metric) {
 			continue
 		}
@@ -346,6 +350,26 @@ func sloBound(w *workload.Workload, metrics ...string) time.Duration {
 		return 0
 	}
 	return max(time.Duration(float64(tight)*ClientBoundFraction), time.Millisecond)
+}
+
+// classSLO is the record's class_slo: the targets of each class whose SLO (inherited
+// targets included) differs from the workload's; nil when none does.
+func classSLO(w *workload.Workload) map[string][]result.SLOTarget {
+	var m map[string][]result.SLOTarget
+	for _, c := range w.Classes {
+		if slices.Equal(c.SLO.Targets, w.SLO.Targets) {
+			continue
+		}
+		if m == nil {
+			m = map[string][]result.SLOTarget{}
+		}
+		ts := []result.SLOTarget{}
+		for _, t := range c.SLO.Targets {
+			ts = append(ts, result.SLOTarget{Metric: t.Metric, Percentile: t.Percentile, LimitMS: ms(t.Limit)})
+		}
+		m[c.Name] = ts
+	}
+	return m
 }
 
 // IgnoreEOS decides whether output lengths are forced: the file's choice, else where the
@@ -434,6 +458,7 @@ func (r *Runner) run(ctx context.Context, f *workload.File, w *workload.Workload
 	for _, s := range w.SLO.Targets {
 		rec.SLO = append(rec.SLO, result.SLOTarget{Metric: s.Metric, Percentile: s.Percentile, LimitMS: ms(s.Limit)})
 	}
+	rec.ClassSLO = classSLO(w)
 	rec.SLOAttainmentTarget = w.SLO.Attainment
 
 	gen, err := workload.NewGenerator(w)
@@ -655,11 +680,13 @@ func FillRecord(rec *result.Record, w *workload.Workload, out *loadgen.Outcome, 
 	rec.MaxDispatchLagMS = ms(MaxDispatchLag(w))
 	rec.MaxReaderLagMS = ms(MaxReaderLag(w))
 	for i := range rec.Requests {
-		result.Judge(&rec.Requests[i], rec.SLO)
+		q := &rec.Requests[i]
+		result.Judge(q, result.SLOFor(q.Class, rec.SLO, rec.ClassSLO))
 	}
 	rec.Summary = result.Summarize(rec.Requests, result.SummaryInput{
 		Window:           out.Window,
 		SLO:              rec.SLO,
+		ClassSLO:         rec.ClassSLO,
 		AttainmentTarget: w.SLO.Attainment,
 		MaxDispatchLag:   MaxDispatchLag(w),
 		OpenLoop:         !closed,

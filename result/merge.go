@@ -113,6 +113,7 @@ func Merge(recs ...*Record) (*Record, error) {
 	m := *base
 	m.Shard = ""
 	m.SLO = slices.Clone(base.SLO)
+	m.ClassSLO = maps.Clone(base.ClassSLO)
 	m.Environment = maps.Clone(base.Environment)
 	m.Series = Series{Engine: base.Series.Engine}
 	m.Notes = nil
@@ -191,11 +192,12 @@ func Merge(recs ...*Record) (*Record, error) {
 
 	var scratch []int64
 	for k := range m.Requests {
-		m.Requests[k].SLOMet = meets(&m.Requests[k], m.SLO, &scratch)
+		m.Requests[k].SLOMet = meets(&m.Requests[k], SLOFor(m.Requests[k].Class, m.SLO, m.ClassSLO), &scratch)
 	}
 	m.Summary = Summarize(m.Requests, SummaryInput{
 		Window:           m.Window,
 		SLO:              m.SLO,
+		ClassSLO:         m.ClassSLO,
 		AttainmentTarget: m.SLOAttainmentTarget,
 		MaxDispatchLag:   time.Duration(m.MaxDispatchLagMS * float64(time.Millisecond)),
 		OpenLoop:         m.Mode != "closed",

@@ -113,6 +113,15 @@ func meets(r *Request, slo []SLOTarget, scratch *[]int64) bool {
 	return true
 }
 
+// SLOFor is the targets a request of class is judged against: its class's own where
+// classSLO has them, else the run's.
+func SLOFor(class string, slo []SLOTarget, classSLO map[string][]SLOTarget) []SLOTarget {
+	if ts, ok := classSLO[class]; ok && class != "" {
+		return ts
+	}
+	return slo
+}
+
 // SummaryInput is what Summarize needs besides the requests.
 type SummaryInput struct {
 	// Window is the measured window. A zero or inverted window falls back to the span of
@@ -120,6 +129,9 @@ type SummaryInput struct {
 	Window Window
 	// SLO are the targets requests are judged against, and the run-level checks.
 	SLO []SLOTarget
+	// ClassSLO are the targets of the classes whose SLO differs from SLO (the record's
+	// class_slo): a request of such a class is judged against its class's targets.
+	ClassSLO map[string][]SLOTarget
 	// AttainmentTarget is carried for callers that hold the input; the summary reports the
 	// attainment, and the gate compares it with the target.
 	AttainmentTarget float64
@@ -185,7 +197,7 @@ func Summarize(reqs []Request, in SummaryInput) Summary {
 			continue
 		}
 		s.Completed++
-		if meets(r, in.SLO, &scratch) {
+		if meets(r, SLOFor(r.Class, in.SLO, in.ClassSLO), &scratch) {
 			met++
 			metFlags[i] = true
 		}

@@ -52,6 +52,9 @@ type Record struct {
 	Calibration Calibration `json:"calibration"`
 	// SLO targets the requests were judged against.
 	SLO []SLOTarget `json:"slo,omitempty"`
+	// ClassSLO holds, for each class of the mix whose SLO differs from the workload's,
+	// the targets its requests were judged against (inherited targets included).
+	ClassSLO map[string][]SLOTarget `json:"class_slo,omitempty"`
 	// SLOAttainmentTarget is the fraction of requests that must meet every SLO.
 	SLOAttainmentTarget float64 `json:"slo_attainment_target,omitempty"`
 	// MaxDispatchLagMS is the dispatch-lag p99 bound the run was held to (the summary's
