@@ -164,7 +164,8 @@ func defaultHTTPClient(d *dialer) *http.Client {
 }
 
 // PrepareConns dials n connections ahead of the requests that will use them, so that no
-// measured request pays for a dial (see conn.go), and keeps that many spare from then on.
+// measured request pays for a dial (see conn.go), and keeps some spare from then on (up
+// to 32, redialed in the background as requests take them).
 // It returns a note for the record ("" when there is nothing to say). A client built on a
 // caller's HTTPClient dials nothing here.
 func (c *Client) PrepareConns(ctx context.Context, n int) string {

@@ -59,6 +59,10 @@ const (
 	spareMaxAge = 3 * time.Second
 	// predialParallel bounds the dials PrepareConns runs at once.
 	predialParallel = 8
+	// maxSpares bounds the spares kept (refilled in the background) once PrepareConns
+	// dialed its connections: a run that took them all at once (a closed loop of
+	// thousands of users) must not dial as many again inside its measured window.
+	maxSpares = 32
 )
 
 // errPeerClosed fails a write, before any byte, on a connection the server has closed.
@@ -158,14 +162,14 @@ func (d *dialer) refillLocked() {
 }
 
 // prepare dials n spares now (keeping those already fresh), waits for them, and keeps
-// that many from then on. It describes what it did.
+// up to maxSpares of them from then on. It describes what it did.
 func (d *dialer) prepare(ctx context.Context, n int) string {
 	if n <= 0 {
 		return ""
 	}
 	d.mu.Lock()
 	d.closed = false
-	d.target = n
+	d.target = min(n, maxSpares)
 	fresh := d.spares[:0]
 	for _, c := range d.spares {
 		if time.Since(c.born) <= spareMaxAge && peek(c.Conn) == peekIdle {

@@ -214,3 +214,44 @@ func TestPrepareConns(t *testing.T) {
 		t.Errorf("note %q with a caller's client", note)
 	}
 }
+
+// Connections dialed ahead for a closed loop of many users are all taken at once: the
+// spares redialed in the background are bounded (32), not as many again inside
+// the measured window.
+func TestPrepareConnsBoundsRefill(t *testing.T) {
+	const n = 60
+	release := make(chan struct{})
+	var started sync.WaitGroup
+	started.Add(n)
+	srv := newRawServer(t, func(s *rawServer, c net.Conn, br *bufio.Reader) {
+		if _, ok := s.read(br); !ok {
+			return
+		}
+		started.Done()
+		<-release
+		respond(c)
+	})
+	c := NewClient(ClientOptions{BaseURL: srv.url()})
+	defer c.CloseIdleConnections()
+	c.PrepareConns(context.Background(), n)
+	var done sync.WaitGroup
+	for range n {
+		done.Go(func() {
+			if res := stream(t, c, plainReq); !res.OK() {
+				t.Errorf("%s (%s)", res.ErrReason, res.ErrDetail)
+			}
+		})
+	}
+	started.Wait()
+	// Room for the background dials to land.
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) && srv.accepted.Load() < n+maxSpares {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	close(release)
+	done.Wait()
+	if got := srv.accepted.Load(); got > n+maxSpares {
+		t.Errorf("%d connections accepted for %d streams dialed ahead: the spares were redialed without bound", got, n)
+	}
+}

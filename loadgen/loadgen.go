@@ -10,6 +10,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"time"
 
 	"github.com/slogate/slogate/engine"
@@ -62,7 +64,8 @@ type Config struct {
 
 	// Connections is how many connections to dial before the measured window, when the
 	// Streamer manages its own (engine.Client), so that no measured request pays for a
-	// dial. 0: Users for the closed loop, min(requests, 32) for the open loop.
+	// dial. 0: Users for the closed loop; for the open loop the requests it will have in
+	// flight, from the schedule's rate and the warm-up's durations (openConns).
 	Connections int
 
 	// SampleEvery is the interval of the client in-flight series; default 100ms.
@@ -204,7 +207,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		if n == 0 && cfg.Closed {
 			n = cfg.Users
 		} else if n == 0 {
-			n = min(len(arrivals), 32)
+			n = openConns(arrivals, out.Warmup)
 		}
 		if note := conns.PrepareConns(r.ctx, n); note != "" {
 			out.Notes = append(out.Notes, note)
@@ -284,6 +287,31 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	}
 	return out, nil
 }
+
+// openConns is how many connections an open loop dials ahead: the requests it will have
+// in flight by Little's law (the schedule's rate × the warm-up's median duration) with half
+// again for bursts, at least 32 and at most the requests or maxOpenConns. Connections
+// dialed inside the window would land in its requests' latency, and cost the client and
+// the engine CPU while it is measured.
+func openConns(arrivals []time.Duration, warm []result.Request) int {
+	n := 32
+	var d []int64
+	for _, q := range warm {
+		if q.Error == "" && q.EndUS > q.SchedUS {
+			d = append(d, q.EndUS-q.SchedUS)
+		}
+	}
+	if span := arrivals[len(arrivals)-1] - arrivals[0]; len(d) > 0 && span > 0 {
+		// The median, not the mean: the first warm-up request may carry a cold start.
+		slices.Sort(d)
+		rate := float64(len(arrivals)-1) / span.Seconds()
+		n = max(n, int(math.Ceil(1.5*rate*float64(d[len(d)/2])/1e6)))
+	}
+	return min(n, len(arrivals), maxOpenConns)
+}
+
+// maxOpenConns bounds the connections an open loop dials ahead by itself.
+const maxOpenConns = 10000
 
 // window runs from the first scheduled measured request (the open loop's first arrival,
 // even if it was never sent) to the end of the last one.
