@@ -29,13 +29,14 @@ func (a *app) progress(f *workload.File) (func(string) func(loadgen.Progress), f
 }
 
 // targetRate is the rate a workload's schedule sends at; 0 when it has none fixed (a
-// closed loop, a trace, a rate profile).
+// closed loop, a trace, a rate profile, or sessions, whose rate is of session starts
+// while progress counts turns).
 func targetRate(f *workload.File, name string) float64 {
 	if f == nil {
 		return 0
 	}
 	for _, w := range f.Workloads {
-		if w.Name == name && w.Arrival.Profile == nil && w.Arrival.Process != workload.ArrivalClosed && w.Arrival.Process != workload.ArrivalTrace {
+		if w.Name == name && w.Arrival.Profile == nil && w.Arrival.Process != workload.ArrivalClosed && w.Arrival.Process != workload.ArrivalTrace && w.Sessions == nil {
 			return w.Arrival.Rate
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/slogate/slogate/sim"
+	"github.com/slogate/slogate/workload"
 )
 
 // TestRunProgressWithoutTTY: a run whose stderr is not a terminal (a CI log) prints
@@ -27,6 +28,27 @@ func TestRunProgressWithoutTTY(t *testing.T) {
 		has := strings.Contains(log, "[small] measured 40/40 (100%)")
 		if has == quiet {
 			t.Errorf("quiet %v: progress line present %v in:\n%s", quiet, has, log)
+		}
+	}
+}
+
+// A session workload's arrival rate counts session starts, while progress counts turns:
+// it has no target rate to show ("… of 2.00 target" compared turns a second with it).
+func TestTargetRateOfSessions(t *testing.T) {
+	for _, c := range []struct {
+		file string
+		want float64
+	}{{"valid_sessions.yaml", 0}, {"valid_minimal.yaml", -1}} {
+		f, err := workload.Load("../testdata/config/" + c.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := targetRate(f, f.Workloads[0].Name)
+		if c.want == 0 && got != 0 {
+			t.Errorf("%s: target rate %v, want none", c.file, got)
+		}
+		if c.want < 0 && got <= 0 {
+			t.Errorf("%s: target rate %v, want the arrival rate", c.file, got)
 		}
 	}
 }
