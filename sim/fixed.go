@@ -123,9 +123,7 @@ func fixedTail(chat bool, prompt, completion int) []byte {
 	return append(b, "}}\n\ndata: [DONE]\n\n"...)
 }
 
-// ServeFixed serves f on addr until ctx ends, saying where on log. It runs the engine's
-// own server (Fixed.Serve), not net/http's: the benchmark's oracle must cost little per
-// event.
+// ServeFixed serves f on addr until ctx ends, saying where on log.
 func ServeFixed(ctx context.Context, addr string, f *Fixed, log io.Writer) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -133,17 +131,13 @@ func ServeFixed(ctx context.Context, addr string, f *Fixed, log io.Writer) error
 	}
 	fmt.Fprintf(log, "slogate sim: fixed timing, TTFT %v, ITL %v\n", f.TTFT, f.ITL)
 	fmt.Fprintf(log, "slogate sim: serving on http://%s\n", ln.Addr())
-	stop := make(chan struct{})
+	hs := &http.Server{Handler: f.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
-	go func() { errc <- f.Serve(ln, stop) }()
+	go func() { errc <- hs.Serve(ln) }()
 	select {
 	case err := <-errc:
-		close(stop)
 		return err
 	case <-ctx.Done():
 	}
-	close(stop)
-	ln.Close()
-	<-errc
-	return nil
+	return hs.Close()
 }

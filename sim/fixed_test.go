@@ -3,7 +3,6 @@ package sim
 import (
 	"bufio"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -17,28 +16,8 @@ import (
 // no earlier than their schedule.
 func TestFixedStream(t *testing.T) {
 	f := &Fixed{TTFT: 20 * time.Millisecond, ITL: 10 * time.Millisecond}
-	t.Run("handler", func(t *testing.T) {
-		srv := httptest.NewServer(f.Handler())
-		defer srv.Close()
-		checkFixed(t, f, srv.URL)
-	})
-	t.Run("own server", func(t *testing.T) { checkFixed(t, f, serveFixed(t, f)) })
-}
-
-// serveFixed runs f's own server (Fixed.Serve) until the test ends.
-func serveFixed(tb testing.TB, f *Fixed) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() { f.Serve(ln, stop); close(done) }()
-	tb.Cleanup(func() { close(stop); ln.Close(); <-done })
-	return "http://" + ln.Addr().String()
-}
-
-func checkFixed(t *testing.T, f *Fixed, url string) {
+	srv := httptest.NewServer(f.Handler())
+	defer srv.Close()
 	for _, tc := range []struct {
 		path, body, marker string
 	}{
@@ -46,7 +25,7 @@ func checkFixed(t *testing.T, f *Fixed, url string) {
 		{"/v1/chat/completions", `{"messages":[{"role":"user","content":"abcdefgh"}],"max_tokens":5}`, `"content":" a"`},
 	} {
 		start := time.Now()
-		resp, err := http.Post(url+tc.path, "application/json", strings.NewReader(tc.body))
+		resp, err := http.Post(srv.URL+tc.path, "application/json", strings.NewReader(tc.body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,22 +67,13 @@ func checkFixed(t *testing.T, f *Fixed, url string) {
 			t.Errorf("%s: no usage or [DONE] at the end:\n%s", tc.path, body)
 		}
 	}
-	resp, err := http.Post(url+"/v1/completions", "application/json", strings.NewReader(`{"prompt":"x"}`))
+	resp, err := http.Post(srv.URL+"/v1/completions", "application/json", strings.NewReader(`{"prompt":"x"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("no max_tokens: status %d, want 400", resp.StatusCode)
-	}
-	resp, err = http.Get(url + "/v1/models")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(b), `"id":"sim-fixed"`) {
-		t.Errorf("/v1/models: %d %s", resp.StatusCode, b)
 	}
 }
 
@@ -113,16 +83,9 @@ func checkFixed(t *testing.T, f *Fixed, url string) {
 //
 //	go test -run '^$' -bench FixedEvents -benchmem ./sim/
 func BenchmarkFixedEvents(b *testing.B) {
-	b.Run("handler", func(b *testing.B) {
-		srv := httptest.NewServer((&Fixed{}).Handler())
-		defer srv.Close()
-		benchFixed(b, srv.URL)
-	})
-	b.Run("own-server", func(b *testing.B) { benchFixed(b, serveFixed(b, &Fixed{})) })
-}
-
-func benchFixed(b *testing.B, url string) {
 	const tokens, clients = 64, 16
+	srv := httptest.NewServer((&Fixed{}).Handler())
+	defer srv.Close()
 	tr := &http.Transport{MaxIdleConnsPerHost: clients, DisableCompression: true}
 	defer tr.CloseIdleConnections()
 	c := &http.Client{Transport: tr}
@@ -132,7 +95,7 @@ func benchFixed(b *testing.B, url string) {
 	for range clients {
 		go func() {
 			for range reqs {
-				resp, err := c.Post(url+"/v1/completions", "application/json", strings.NewReader(body))
+				resp, err := c.Post(srv.URL+"/v1/completions", "application/json", strings.NewReader(body))
 				if err != nil {
 					done <- err
 					return
