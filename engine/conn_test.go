@@ -78,7 +78,10 @@ func (s *rawServer) count(prompt string) int {
 
 // respond writes a complete streamed response that advertises keep-alive (HTTP/1.1, no
 // Connection: close), as llama-server does.
-func respond(c net.Conn) {
+func respond(c net.Conn) { io.WriteString(c, response()) }
+
+// response is what respond writes.
+func response() string {
 	var b strings.Builder
 	b.WriteString("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
 	for _, l := range []string{tok, tok, finish, "data: [DONE]"} {
@@ -86,7 +89,7 @@ func respond(c net.Conn) {
 		fmt.Fprintf(&b, "%x\r\n%s\r\n", len(l), l)
 	}
 	b.WriteString("0\r\n\r\n")
-	io.WriteString(c, b.String())
+	return b.String()
 }
 
 // A server that closes the connection after every streamed response while advertising
