@@ -2,6 +2,7 @@ package gate
 
 import (
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"testing"
@@ -103,12 +104,12 @@ func (t *tally) String() string {
 	return s + fmt.Sprintf("verdict %v", t.whole)
 }
 
-// inParallel runs f(0..n-1) on two goroutines: the machines that run the suite are
-// shared.
+// inParallel runs f(0..n-1) on one goroutine per CPU the process may use: every trial is
+// seeded by its index, so the counts do not depend on how many run at once.
 func inParallel(n int, f func(i int)) {
 	var wg sync.WaitGroup
 	next := make(chan int)
-	for range 2 {
+	for range runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
 			for i := range next {
 				f(i)
