@@ -1,8 +1,10 @@
 // Command reportcheck checks what a browser made of slogate's HTML report: the DOM
 // Chromium dumped (--dump-dom) and its screenshot (--screenshot). It fails when the
 // verdict table is missing or comes after the charts, when a chart is an empty frame (an
-// SVG without a single data mark), or when the screenshot is blank. scripts/report-check.sh
-// runs it.
+// SVG without a single data mark), when the screenshot is blank, or when a chart named
+// by a further argument was not drawn. scripts/report-check.sh runs it:
+//
+//	reportcheck DOM.html SCREENSHOT.png [CHART-TITLE ...]
 package main
 
 import (
@@ -24,8 +26,8 @@ var (
 )
 
 func main() {
-	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: reportcheck DOM.html SCREENSHOT.png")
+	if len(os.Args) < 3 {
+		fmt.Fprintln(os.Stderr, "usage: reportcheck DOM.html SCREENSHOT.png [CHART-TITLE ...]")
 		os.Exit(2)
 	}
 	var problems []string
@@ -50,6 +52,7 @@ func main() {
 		problems = append(problems, "no charts")
 	}
 	drawn := 0
+	drawnTitles := map[string]bool{}
 	for _, f := range figs {
 		title := "?"
 		if c := caption.FindStringSubmatch(f[1]); c != nil {
@@ -63,6 +66,7 @@ func main() {
 				continue
 			}
 			drawn++
+			drawnTitles[title] = true
 			fmt.Printf("chart %q: %d data marks\n", title, n)
 		case strings.Contains(f[1], `class="missing"`):
 			fmt.Printf("chart %q: not drawn, and the page says why\n", title)
@@ -72,6 +76,11 @@ func main() {
 	}
 	if drawn == 0 {
 		problems = append(problems, "not one chart was drawn")
+	}
+	for _, want := range os.Args[3:] {
+		if !drawnTitles[want] {
+			problems = append(problems, fmt.Sprintf("chart %q was not drawn", want))
+		}
 	}
 	if err := checkShot(os.Args[2]); err != nil {
 		problems = append(problems, err.Error())
