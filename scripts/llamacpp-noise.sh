@@ -12,7 +12,7 @@
 #   (c) slogate ab of llama-server -t 1 against itself, the engine started afresh for
 #       every block (target.start): must pass;
 #   (d) slogate ab of -t 1 (baseline) against -t 2 (candidate): must show the difference,
-#       a FAIL or a significant change (a WARN or FAIL whose interval lies beyond no change).
+#       a FAIL or a significant change (a rule whose interval lies wholly on one side of 1).
 #
 # Prints every verdict with its ratio and interval, and PASS or FAIL last; exits non-zero
 # when an expectation fails or a step could not run. About 12 minutes on 2 cores, so CI
@@ -222,8 +222,12 @@ for c in self t2; do
 	if [[ $c == self ]]; then
 		expect "ab of llama.cpp against itself passes (got $v, exit $code)" "$([[ $code == 0 && $v != fail ]] && echo yes || echo no)"
 	else
-		# A difference: the gate failed, or a rule's whole interval lies on one side of 1.
-		sig=$(jq -r '[.workloads[].metrics[] | select(.lo != null and .hi != null) | select(.lo > 1 or .hi < 1) | select(.verdict != "pass")] | length' "$work/ab-$c/gate.json")
+		# A difference: the gate failed, or a rule's whole interval lies on one side of 1
+		# (by more than rounding: 0.1%), in either direction. -t 2 beside the load
+		# generator on 2 cores is slower when the machine is busy and faster when it is
+		# not, where the change can be within the tolerance (a pass whose interval
+		# excludes 1).
+		sig=$(jq -r '[.workloads[].metrics[] | select(.lo != null and .hi != null) | select(.lo > 1.001 or .hi < 0.999)] | length' "$work/ab-$c/gate.json")
 		expect "ab of -t 1 against -t 2 shows a difference (got $v, exit $code, $sig rules beyond no change)" "$([[ $code == 1 || $sig -gt 0 ]] && echo yes || echo no)"
 	fi
 done
