@@ -214,16 +214,23 @@ func CompareSides(b, c Side, sp Spread, source string, pol Policy, why string) (
 	}
 	res.Baseline, res.Candidate = math.Exp(b.LogMean), math.Exp(c.LogMean)
 	nb, nc := float64(b.Runs), float64(c.Runs)
-	between := 0.0
+	between, run := 0.0, 0.0
 	if sp.Known() {
 		x := sp.Between()
 		between = x * x * (1/nb + 1/nc)
+		run = sp.RunSD * sp.RunSD * (1/nb + 1/nc)
 	}
 	within := b.Within + c.Within
 	nz.Within, nz.Between = math.Sqrt(within), math.Sqrt(between)
 	df := math.Inf(1)
-	if between > 0 {
-		df = (within + between) * (within + between) / (between * between / float64(sp.DF))
+	if run > 0 {
+		// The between-run part is s² − mean w, and its uncertainty is that of the runs'
+		// variance s² on sp.DF degrees of freedom, however little of s² is left once the
+		// sampling noise is taken out: when the runs moved about as much as their
+		// sampling noise says, the between-run spread could still be several times its
+		// estimate (a calibration of 10 runs with s² ≈ w gave 2,453 degrees of freedom
+		// when they were counted from the estimate alone, and an unchanged server failed).
+		df = (within + between) * (within + between) / (run * run / float64(sp.DF))
 	}
 	res = combined(res, c.LogMean-b.LogMean, within, df, &nz)
 	if !sp.Known() {

@@ -90,3 +90,23 @@ func TestCompareBlocksRemovesDrift(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareSidesDFFollowsTheRunsVariance: a calibration whose runs moved about as much
+// as their own sampling noise (llama.cpp, 10 runs: sd of the log 0.147 between runs,
+// 0.142 within) leaves a small between-run estimate, but one known only to the 9 degrees
+// of freedom of the runs' variance; the interval's degrees of freedom must say so, not
+// grow as the estimate shrinks.
+func TestCompareSidesDFFollowsTheRunsVariance(t *testing.T) {
+	pol := Policy{Direction: LowerIsBetter, Tolerance: 0.05}
+	b := Side{Runs: 10, LogMean: math.Log(6.3), Within: 0.142 * 0.142 / 10}
+	c := Side{Runs: 3, LogMean: math.Log(6.3 * 1.3), Within: 0.142 * 0.142 / 3}
+	for _, sp := range []Spread{
+		{RunSD: 0.147, WithinSD: 0.142, DF: 9},
+		{RunSD: 0.130, WithinSD: 0.142, DF: 9}, // s² < w: the between-run estimate is 0
+	} {
+		_, nz := CompareSides(b, c, sp, "calibration", pol, "")
+		if nz.DF <= 0 || nz.DF > 30 {
+			t.Errorf("%+v: %.1f degrees of freedom, want about the runs' 9 (at most 30)", sp, nz.DF)
+		}
+	}
+}
