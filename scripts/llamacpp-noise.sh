@@ -27,7 +27,9 @@
 #
 # Environment: SLOGATE_CACHE and SLOGATE_MODEL, as scripts/llamacpp.sh reads them;
 # NOISE_RUNS (calibration runs, default 10), NOISE_REPEATS (candidate repeats, default 3),
-# NOISE_BLOCKS (A/B blocks, default 16), NOISE_REQUESTS (requests a run, default 150) and
+# NOISE_RESTART (1: slogate starts a fresh server for every calibration run and every
+# candidate, target.start; default 0: one server for all of them), NOISE_BLOCKS (A/B
+# blocks, default 16), NOISE_REQUESTS (requests a run, default 150) and
 # NOISE_BLOCK_REQUESTS (requests a block, default 75); NOISE_STEPS (the checks to run,
 # default "a b c d"; b needs a); NOISE_OUT (keep the records and
 # gate results there; default a temporary folder, removed); SLOGATE (a built slogate
@@ -160,16 +162,28 @@ log "recipe: calibrate $RUNS runs of $REQUESTS requests; candidates of $REPEATS 
 
 # (a) and (b): one server, -t 1 -np 4 -c 2048, unchanged from the calibration to the last
 # candidate.
+# With NOISE_RESTART=1, slogate starts the server (target.start) for every calibration run
+# and for every candidate, as a pull request's job starts the engine it gates: the spread
+# then covers engine starts, and no candidate meets a server that has aged since the
+# calibration.
 if step a; then
-phase="start the server"
-LLAMACPP_THREADS=1 LLAMACPP_PARALLEL=4 LLAMACPP_CTX=2048 scripts/llamacpp.sh start >/dev/null
-# shellcheck disable=SC1090
-. "$LLAMACPP_STATE"
-config "$work/run.yaml" "$REQUESTS"
+targs=()
+if [[ ${NOISE_RESTART:-0} == 1 ]]; then
+	rport=$(free_port)
+	config "$work/run.yaml" "$REQUESTS" 1 "$rport"
+	LLAMACPP_URL="target.start (a fresh llama-server -t 1 for every run and candidate)"
+else
+	phase="start the server"
+	LLAMACPP_THREADS=1 LLAMACPP_PARALLEL=4 LLAMACPP_CTX=2048 scripts/llamacpp.sh start >/dev/null
+	# shellcheck disable=SC1090
+	. "$LLAMACPP_STATE"
+	config "$work/run.yaml" "$REQUESTS"
+	targs=(--target "$LLAMACPP_URL")
+fi
 phase="calibrate"
 t=$SECONDS
 log "(a) calibrate: $RUNS A/A runs against $LLAMACPP_URL (load average $(load))"
-measured "$work/calibrate.log" "$SLOGATE_BIN" calibrate -c "$work/run.yaml" --target "$LLAMACPP_URL" --runs "$RUNS" -o "$work/cal" --baselines "$work/baselines" ||
+measured "$work/calibrate.log" "$SLOGATE_BIN" calibrate -c "$work/run.yaml" "${targs[@]}" --runs "$RUNS" -o "$work/cal" --baselines "$work/baselines" ||
 	{ tail -n 30 "$work/calibrate.log" >&2; exit 3; }
 log "(a) calibrate: $((SECONDS - t)) s (load average $(load)); per run:"
 for f in "$work/cal/$WL".c*.json; do
@@ -183,7 +197,7 @@ for i in 1 2 3; do
 	phase="candidate $i"
 	t=$SECONDS
 	rm -rf "$work/cand$i"
-	measured "$work/cand$i.log" "$SLOGATE_BIN" run -q -c "$work/run.yaml" --target "$LLAMACPP_URL" -o "$work/cand$i" ||
+	measured "$work/cand$i.log" "$SLOGATE_BIN" run -q -c "$work/run.yaml" "${targs[@]}" -o "$work/cand$i" ||
 		{ tail -n 30 "$work/cand$i.log" >&2; exit 3; }
 	code=0
 	"$SLOGATE_BIN" gate -c "$work/run.yaml" -r "$work/cand$i" --json "$work/cand$i.gate.json" >"$work/cand$i.gate.log" 2>&1 || code=$?
@@ -197,7 +211,7 @@ for i in 1 2 3; do
 	expect "candidate $i against the unchanged server: no FAIL (got $v, exit $code)" "$([[ $code == 0 ]] && echo yes || echo no)"
 done
 phase="stop the server"
-scripts/llamacpp.sh stop >/dev/null
+[[ ${NOISE_RESTART:-0} == 1 ]] || scripts/llamacpp.sh stop >/dev/null
 fi
 
 # (c) and (d): slogate starts each engine for each of its blocks.
