@@ -5,17 +5,18 @@
 # the candidate in 3 repeats, A/B in 16 blocks, rules goodput 5%, itl_p99 5%, ttft_p95
 # 10%), each run scaled to half the recommended size (testdata/llamacpp/noise.yaml).
 #
-#   (a) slogate calibrate: 10 A/A runs against one server make the baseline, with each
-#       gated metric's run-to-run spread;
-#   (b) three consecutive candidates (3 repeats each) against the same unchanged server,
-#       each gated against that baseline: no FAIL allowed;
+#   (a) slogate calibrate: 10 A/A runs of the server make the baseline, with each gated
+#       metric's run-to-run spread; slogate starts a fresh server for every run
+#       (target.start), as a pull request's job starts the engine it gates;
+#   (b) three consecutive candidates (3 repeats each) of the unchanged server, each
+#       started afresh the same way and gated against that baseline: no FAIL allowed;
 #   (c) slogate ab of llama-server -t 1 against itself, the engine started afresh for
 #       every block (target.start): must pass;
 #   (d) slogate ab of -t 1 (baseline) against -t 2 (candidate): must show the difference,
 #       a FAIL or a significant change (a rule whose interval lies wholly on one side of 1).
 #
 # Prints every verdict with its ratio and interval, and PASS or FAIL last; exits non-zero
-# when an expectation fails or a step could not run. About 12 minutes on 2 cores, so CI
+# when an expectation fails or a step could not run. About 10 minutes on 2 cores, so CI
 # (.ci/run) leaves it out.
 #
 # A step that slogate refused to judge because the load generator could not keep the
@@ -27,8 +28,9 @@
 #
 # Environment: SLOGATE_CACHE and SLOGATE_MODEL, as scripts/llamacpp.sh reads them;
 # NOISE_RUNS (calibration runs, default 10), NOISE_REPEATS (candidate repeats, default 3),
-# NOISE_RESTART (1: slogate starts a fresh server for every calibration run and every
-# candidate, target.start; default 0: one server for all of them), NOISE_BLOCKS (A/B
+# NOISE_RESTART (default 1: slogate starts a fresh server for every calibration run and
+# every candidate, target.start; 0: one server started before the calibration serves
+# it and all three candidates, which a server's drift over its life can fail), NOISE_BLOCKS (A/B
 # blocks, default 16), NOISE_REQUESTS (requests a run, default 150) and
 # NOISE_BLOCK_REQUESTS (requests a block, default 75); NOISE_STEPS (the checks to run,
 # default "a b c d"; b needs a); NOISE_OUT (keep the records and
@@ -168,7 +170,7 @@ log "recipe: calibrate $RUNS runs of $REQUESTS requests; candidates of $REPEATS 
 # calibration.
 if step a; then
 targs=()
-if [[ ${NOISE_RESTART:-0} == 1 ]]; then
+if [[ ${NOISE_RESTART:-1} == 1 ]]; then
 	rport=$(free_port)
 	config "$work/run.yaml" "$REQUESTS" 1 "$rport"
 	LLAMACPP_URL="target.start (a fresh llama-server -t 1 for every run and candidate)"
@@ -211,7 +213,7 @@ for i in 1 2 3; do
 	expect "candidate $i against the unchanged server: no FAIL (got $v, exit $code)" "$([[ $code == 0 ]] && echo yes || echo no)"
 done
 phase="stop the server"
-[[ ${NOISE_RESTART:-0} == 1 ]] || scripts/llamacpp.sh stop >/dev/null
+[[ ${NOISE_RESTART:-1} == 1 ]] || scripts/llamacpp.sh stop >/dev/null
 fi
 
 # (c) and (d): slogate starts each engine for each of its blocks.
