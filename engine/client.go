@@ -257,15 +257,7 @@ func (c *Client) Stream(ctx context.Context, req *Request, res *Result) {
 	defer resp.Body.Close()
 	res.Status = resp.StatusCode
 	if resp.StatusCode != http.StatusOK {
-		// Read a little past the cap so that a key the server echoes near the cut is
-		// still whole when it is redacted.
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, int64(maxDetail+len(c.apiKey))))
-		detail := string(b)
-		if loc := resp.Header.Get("Location"); loc != "" {
-			// Redirects are not followed; where it pointed is the useful part.
-			detail = "redirected to " + loc + " " + detail
-		}
-		c.fail(res, "http_"+strconv.Itoa(resp.StatusCode), detail)
+		c.failStatus(res, resp)
 		return
 	}
 	defer checkUsage(req, res)
@@ -306,6 +298,20 @@ func connTrace(res *Result) *httptrace.ClientTrace {
 }
 
 // fail ends res with a reason.
+// failStatus records a response other than 200 OK: "http_<status>", with the start of
+// its body (and where a redirect pointed) as the detail.
+func (c *Client) failStatus(res *Result, resp *http.Response) {
+	// Read a little past the cap so that a key the server echoes near the cut is still
+	// whole when it is redacted.
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, int64(maxDetail+len(c.apiKey))))
+	detail := string(b)
+	if loc := resp.Header.Get("Location"); loc != "" {
+		// Redirects are not followed; where it pointed is the useful part.
+		detail = "redirected to " + loc + " " + detail
+	}
+	c.fail(res, "http_"+strconv.Itoa(resp.StatusCode), detail)
+}
+
 func (c *Client) fail(res *Result, reason, detail string) {
 	res.End = c.now()
 	res.ErrReason = reason

@@ -278,12 +278,7 @@ func (c *Client) streamH1(ctx context.Context, target string, req *Request, res 
 	}
 	res.Status = resp.StatusCode
 	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, int64(maxDetail+len(c.apiKey))))
-		detail := string(b)
-		if loc := resp.Header.Get("Location"); loc != "" {
-			detail = "redirected to " + loc + " " + detail
-		}
-		c.fail(res, "http_"+strconv.Itoa(resp.StatusCode), detail)
+		c.failStatus(res, resp)
 		reuse = drained(hc, resp.Body) && reusable()
 		return
 	}
