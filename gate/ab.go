@@ -45,7 +45,7 @@ func evalBlocks(rule workload.Rule, def metricDef, blocks []abBlock, basePol sta
 	m := MetricResult{Metric: rule.Metric, Unit: def.unit, Tolerance: rule.Tolerance, Max: rule.Max, Min: rule.Min, Method: MethodBlocks}
 	dir := def.natural
 	if rule.Direction != "" {
-		dir, _ = parseDirection(rule.Direction)
+		dir, _ = parseDirection(rule.Direction) // checked by ruleDefs
 	}
 	m.Direction = dir.String()
 	m.Warnings = append(m.Warnings, def.notes...)
@@ -134,17 +134,9 @@ func EvaluateAB(cfg *workload.File, blocks []*result.Record) (*Result, error) {
 		Schema: ResultSchema, Config: cfg.Path,
 		Resamples: cmp.Or(g.Resamples, stats.DefaultResamples), Confidence: cmp.Or(g.Confidence, stats.DefaultConfidence), Seed: g.Seed,
 	}
-	rules := g.Rules
-	if len(rules) == 0 {
-		rules = workload.DefaultRules()
-	}
-	defs := make([]metricDef, len(rules))
-	for i, r := range rules {
-		d, err := lookupMetric(r.Metric)
-		if err != nil {
-			return nil, inputErrorf("%s: gate.rules: %v", cfg.Path, err)
-		}
-		defs[i] = d
+	rules, defs, err := ruleDefs(cfg)
+	if err != nil {
+		return nil, err
 	}
 	byWorkload := map[string][]*result.Record{}
 	var names []string

@@ -239,22 +239,9 @@ func Evaluate(in Input) (*Result, error) {
 		Resamples: cmp.Or(g.Resamples, stats.DefaultResamples), Confidence: cmp.Or(g.Confidence, stats.DefaultConfidence), Seed: g.Seed,
 		AllowMissingBaseline: AllowsMissingBaseline(g),
 	}
-	rules := g.Rules
-	if len(rules) == 0 {
-		rules = workload.DefaultRules()
-	}
-	defs := make([]metricDef, len(rules))
-	for i, r := range rules {
-		d, err := lookupMetric(r.Metric)
-		if err != nil {
-			return nil, inputErrorf("%s: gate.rules: %v", cfg.Path, err)
-		}
-		if r.Direction != "" {
-			if _, err := parseDirection(r.Direction); err != nil {
-				return nil, inputErrorf("%s: gate.rules.%s: %v", cfg.Path, r.Metric, err)
-			}
-		}
-		defs[i] = d
+	rules, defs, err := ruleDefs(cfg)
+	if err != nil {
+		return nil, err
 	}
 
 	groups := map[key][]*result.Record{}
@@ -772,4 +759,27 @@ func scaleAll(vs []float64, scale float64) []float64 {
 		out[i] = v * scale
 	}
 	return out
+}
+
+// ruleDefs is the config's gate rules (the defaults when it has none) with the metric
+// each one judges; a rule of an unknown metric or direction is bad input.
+func ruleDefs(cfg *workload.File) ([]workload.Rule, []metricDef, error) {
+	rules := cfg.Gate.Rules
+	if len(rules) == 0 {
+		rules = workload.DefaultRules()
+	}
+	defs := make([]metricDef, len(rules))
+	for i, r := range rules {
+		d, err := lookupMetric(r.Metric)
+		if err != nil {
+			return nil, nil, inputErrorf("%s: gate.rules: %v", cfg.Path, err)
+		}
+		if r.Direction != "" {
+			if _, err := parseDirection(r.Direction); err != nil {
+				return nil, nil, inputErrorf("%s: gate.rules.%s: %v", cfg.Path, r.Metric, err)
+			}
+		}
+		defs[i] = d
+	}
+	return rules, defs, nil
 }
