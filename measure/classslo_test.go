@@ -1,7 +1,6 @@
 package measure
 
 import (
-	"context"
 	"testing"
 
 	"github.com/slogate/slogate/result"
@@ -12,11 +11,7 @@ import (
 // every request was judged against the workload's SLO: the "strict" class below (a TTFT
 // limit no engine meets) read 100% attainment, as the lenient class did.
 func TestClassSLOJudgesItsClass(t *testing.T) {
-	srv, err := sim.Start(context.Background(), sim.Options{Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
+	simURL := startSim(t, sim.Options{Seed: 1})
 	src := `version: 1
 target: {api: completions, engine: auto}
 model: {name: sim-tiny}
@@ -34,7 +29,7 @@ workloads:
     max_dispatch_lag: 30s
     timeout: 20s
 `
-	rec := runOnce(t, testRunner(nil), src, srv.URL)
+	rec := runOnce(t, testRunner(nil), src, simURL)
 	want := map[string][]result.SLOTarget{"strict": {{Metric: "ttft", Percentile: 95, LimitMS: 0.001}}}
 	if len(rec.ClassSLO) != 1 || len(rec.ClassSLO["strict"]) != 1 || rec.ClassSLO["strict"][0] != want["strict"][0] {
 		t.Fatalf("class_slo = %+v, want %+v", rec.ClassSLO, want)

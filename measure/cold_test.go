@@ -44,6 +44,17 @@ func testRunner(runID func() string) *Runner {
 	}
 }
 
+// startSim serves the simulator for the test and returns its URL.
+func startSim(t *testing.T, o sim.Options) string {
+	t.Helper()
+	srv, err := sim.Start(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
 // runOnce runs the one workload of src against url and returns its record.
 func runOnce(t *testing.T, r *Runner, src, url string) *result.Record {
 	t.Helper()
@@ -73,14 +84,10 @@ func runOnce(t *testing.T, r *Runner, src, url string) *result.Record {
 func TestColdStaysColdAcrossRuns(t *testing.T) {
 	// A cache that holds every prompt of a run (16,384 tokens), so that nothing a
 	// rerun could hit has been evicted.
-	srv, err := sim.Start(context.Background(), sim.Options{Seed: 1, Faults: sim.Faults{KVBlocks: 1024}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
+	simURL := startSim(t, sim.Options{Seed: 1, Faults: sim.Faults{KVBlocks: 1024}})
 	r := testRunner(nil)
-	first := runOnce(t, r, prefixConfig("cold"), srv.URL)
-	second := runOnce(t, r, prefixConfig("cold"), srv.URL)
+	first := runOnce(t, r, prefixConfig("cold"), simURL)
+	second := runOnce(t, r, prefixConfig("cold"), simURL)
 	if first.RunID == "" || first.RunID == second.RunID {
 		t.Fatalf("run ids %q and %q: want two different ids", first.RunID, second.RunID)
 	}
@@ -105,8 +112,8 @@ func TestColdStaysColdAcrossRuns(t *testing.T) {
 	// A rerun that sends the same prompts (the same run id, as before the fix) meets a
 	// warm cache: the gate refuses it, with the figure; a reset before it makes it cold.
 	same := testRunner(func() string { return "fixed" })
-	runOnce(t, same, prefixConfig("cold"), srv.URL)
-	warm := runOnce(t, same, prefixConfig("cold"), srv.URL)
+	runOnce(t, same, prefixConfig("cold"), simURL)
+	warm := runOnce(t, same, prefixConfig("cold"), simURL)
 	why := gate.Unfit(warm)
 	t.Logf("warm rerun: %s", why)
 	if warm.Summary.PrefixCache.HitRate < 0.5 || !strings.Contains(why, "a cold run found") || !strings.Contains(why, "prompt tokens") {
@@ -116,7 +123,7 @@ func TestColdStaysColdAcrossRuns(t *testing.T) {
 	if _, err := gate.FromRecords([]*result.Record{warm}, time.Now()); err == nil {
 		t.Error("a warm cold run became a baseline")
 	}
-	reset := runOnce(t, same, prefixConfig("{mode: cold, reset: true}"), srv.URL)
+	reset := runOnce(t, same, prefixConfig("{mode: cold, reset: true}"), simURL)
 	if reset.PrefixCache.Reset == nil || !reset.PrefixCache.Reset.Done || reset.PrefixCache.Reset.Endpoint != "POST /reset_prefix_cache" {
 		t.Fatalf("reset asked for: record says %+v", reset.PrefixCache.Reset)
 	}
@@ -127,12 +134,8 @@ func TestColdStaysColdAcrossRuns(t *testing.T) {
 
 // A shared-prefix workload does hit: the figures measure the cache, not a constant.
 func TestSharedPrefixHits(t *testing.T) {
-	srv, err := sim.Start(context.Background(), sim.Options{Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	rec := runOnce(t, testRunner(nil), prefixConfig("{mode: shared, tokens: 64, groups: 2}"), srv.URL)
+	simURL := startSim(t, sim.Options{Seed: 1})
+	rec := runOnce(t, testRunner(nil), prefixConfig("{mode: shared, tokens: 64, groups: 2}"), simURL)
 	pc := rec.Summary.PrefixCache
 	t.Logf("shared: %.0f of %.0f prompt tokens hit", pc.Hits, pc.Queries)
 	// 64 shared tokens are 4 full blocks of 16 in each prompt of 80 to 160 tokens.

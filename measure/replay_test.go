@@ -1,7 +1,6 @@
 package measure
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -75,11 +74,7 @@ func TestMooncakeReplayHitRate(t *testing.T) {
 	want := mooncakeTrace(t, dir, 60, bt)
 	// A cache that holds every block of the trace (about 60 × 350 tokens), so that what
 	// misses is the trace's own structure, not eviction.
-	srv, err := sim.Start(context.Background(), sim.Options{Seed: 1, Faults: sim.Faults{KVBlocks: 2048}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
+	simURL := startSim(t, sim.Options{Seed: 1, Faults: sim.Faults{KVBlocks: 2048}})
 	cfg := fmt.Sprintf(`version: 1
 target: {api: completions, engine: auto}
 model: {name: sim-tiny}
@@ -90,7 +85,7 @@ workloads:
     max_dispatch_lag: 1s
     timeout: 20s
 `, filepath.Join(dir, "trace.jsonl"), bt)
-	rec := runOnce(t, testRunner(nil), cfg, srv.URL)
+	rec := runOnce(t, testRunner(nil), cfg, simURL)
 	pc := rec.Summary.PrefixCache
 	t.Logf("mooncake: %.0f of %.0f prompt tokens hit (%.1f%%); the trace's blocks imply %.1f%%", pc.Hits, pc.Queries, 100*pc.HitRate, 100*want)
 	if want < 0.3 || want > 0.8 {
@@ -123,11 +118,7 @@ func TestDatasetAgainstSim(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "p.jsonl"), []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := sim.Start(context.Background(), sim.Options{Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
+	simURL := startSim(t, sim.Options{Seed: 1})
 	cfg := fmt.Sprintf(`version: 1
 target: {api: completions, engine: auto}
 model: {name: sim-tiny}
@@ -139,7 +130,7 @@ workloads:
     max_dispatch_lag: 1s
     timeout: 20s
 `, filepath.Join(dir, "p.jsonl"))
-	rec := runOnce(t, testRunner(nil), cfg, srv.URL)
+	rec := runOnce(t, testRunner(nil), cfg, simURL)
 	if rec.Calibration.Method != "tokenize" {
 		t.Fatalf("calibration %+v, want the simulator's tokenizer", rec.Calibration)
 	}
@@ -213,11 +204,7 @@ func ragExpected(n, d, k, docTokens, promptTokens int, s float64) (mean, sd floa
 // shared, at what the draws imply.
 func TestRAGHitRate(t *testing.T) {
 	const n, d, k, docTokens, prompt = 80, 10, 2, 128, 300
-	srv, err := sim.Start(context.Background(), sim.Options{Seed: 1, Faults: sim.Faults{KVBlocks: 2048}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
+	simURL := startSim(t, sim.Options{Seed: 1, Faults: sim.Faults{KVBlocks: 2048}})
 	for _, s := range []float64{1.2, 0} {
 		cfg := fmt.Sprintf(`version: 1
 target: {api: completions, engine: auto}
@@ -232,7 +219,7 @@ workloads:
     max_dispatch_lag: 1s
     timeout: 20s
 `, n, prompt, d, k, docTokens, s)
-		rec := runOnce(t, testRunner(nil), cfg, srv.URL)
+		rec := runOnce(t, testRunner(nil), cfg, simURL)
 		pc := rec.Summary.PrefixCache
 		mean, sd := ragExpected(n, d, k, docTokens, prompt, s)
 		tol := math.Max(0.03, 3*sd)

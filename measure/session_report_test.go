@@ -2,7 +2,6 @@ package measure
 
 import (
 	"bytes"
-	"context"
 	"strings"
 	"testing"
 
@@ -15,12 +14,8 @@ import (
 // are slower, and the terminal table and the HTML report show it, the latter as the two
 // charts.
 func TestSessionBreakdownReport(t *testing.T) {
-	srv, err := sim.Start(context.Background(), sim.Options{Seed: 1, Profile: sessionProfile, NoPrefixCaching: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	rec := runOnce(t, testRunner(nil), sessionsConfig, srv.URL)
+	simURL := startSim(t, sim.Options{Seed: 1, Profile: sessionProfile, NoPrefixCaching: true})
+	rec := runOnce(t, testRunner(nil), sessionsConfig, simURL)
 	bt := rec.Summary.ByTurn
 	if len(bt) != 5 {
 		t.Fatalf("by_turn %+v, want 5 turns", bt)

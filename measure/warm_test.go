@@ -1,7 +1,6 @@
 package measure
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -16,14 +15,10 @@ import (
 // the requests nor the window's figures; and the gate judges the warm run (the refusal
 // of a cold run that hits does not apply).
 func TestWarmPrimesTheWindow(t *testing.T) {
-	srv, err := sim.Start(context.Background(), sim.Options{Seed: 1, Faults: sim.Faults{KVBlocks: 1024}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
+	simURL := startSim(t, sim.Options{Seed: 1, Faults: sim.Faults{KVBlocks: 1024}})
 	r := testRunner(nil)
-	cold := runOnce(t, r, prefixConfig("cold"), srv.URL)
-	warm := runOnce(t, r, prefixConfig("warm"), srv.URL)
+	cold := runOnce(t, r, prefixConfig("cold"), simURL)
+	warm := runOnce(t, r, prefixConfig("warm"), simURL)
 	cpc, wpc := cold.Summary.PrefixCache, warm.Summary.PrefixCache
 	t.Logf("cold: %.0f of %.0f prompt tokens hit (%.1f%%); warm: %.0f of %.0f (%.1f%%); priming %+v",
 		cpc.Hits, cpc.Queries, 100*cpc.HitRate, wpc.Hits, wpc.Queries, 100*wpc.HitRate, *warm.Priming)
