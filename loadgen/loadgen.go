@@ -177,6 +177,9 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	}
 	r := newRunner(ctx, cfg)
 	out := &Outcome{}
+	// Taken before the warm-up, so that the collection its allocation sets off is not
+	// in the window.
+	holdGCFloor()
 	var items <-chan workload.Item
 	if !cfg.Closed && cfg.Sessions == nil {
 		// Started before the warm-up so that its buffer is full when the window opens.

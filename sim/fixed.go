@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strconv"
 	"time"
 )
@@ -132,6 +133,12 @@ func ServeFixed(ctx context.Context, addr string, f *Fixed, log io.Writer) error
 	fmt.Fprintf(log, "slogate sim: fixed timing, TTFT %v, ITL %v\n", f.TTFT, f.ITL)
 	fmt.Fprintf(log, "slogate sim: serving on http://%s\n", ln.Addr())
 	hs := &http.Server{Handler: f.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	// A pointer-free ballast that is never written (so never resident) makes the
+	// collector wait for 64 MB more garbage between cycles: the oracle's own collections
+	// took CPU from the client on the same cores, as the load generator's did
+	// (loadgen.GCFloor).
+	ballast := make([]byte, 64<<20)
+	defer runtime.KeepAlive(ballast)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

@@ -1,0 +1,52 @@
+package loadgen
+
+import (
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// rssKB is this process's resident memory in kB (/proc/self/status VmRSS).
+func rssKB(t *testing.T) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Skip(err)
+	}
+	for l := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				t.Fatalf("VmRSS %q: %v", v, err)
+			}
+			return n
+		}
+	}
+	t.Skip("no VmRSS in /proc/self/status")
+	return 0
+}
+
+// The ballast must move the collector's goal, not the process's resident memory, however
+// many runs hold it.
+func TestGCFloorIsNotResident(t *testing.T) {
+	runtime.GC()
+	before := rssKB(t)
+	var stats runtime.MemStats
+	for range 3 {
+		holdGCFloor()
+		runtime.GC()
+		runtime.ReadMemStats(&stats)
+		if got := GCFloorHeld(); got != GCFloor {
+			t.Fatalf("GCFloorHeld() = %d, want %d", got, GCFloor)
+		}
+		if stats.HeapAlloc < GCFloor {
+			t.Fatalf("HeapAlloc %d with the floor held: below the %d-byte ballast, so the collector does not count it", stats.HeapAlloc, GCFloor)
+		}
+	}
+	// A quarter of the ballast is far above what the test itself allocates.
+	if grew := rssKB(t) - before; grew > GCFloor/4/1024 {
+		t.Errorf("resident memory grew by %d kB with a ballast of %d kB: its pages were written", grew, GCFloor/1024)
+	}
+}
