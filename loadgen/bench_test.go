@@ -6,10 +6,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/slogate/slogate/engine"
+	"github.com/slogate/slogate/result"
 )
 
 // noopServer answers every request at once with one content chunk, usage and [DONE]:
@@ -118,38 +120,68 @@ func (s gapped) Stream(_ context.Context, req *engine.Request, res *engine.Resul
 }
 
 // BenchmarkHeapPerRequest measures how the live heap grows with a run's length: an open
-// loop of n requests of 128 chunks each, the Outcome kept as a run keeps it until the
-// record is written. heap-B/req is the live heap after the run, above the level before
-// it, per measured request: constant in n means memory grows linearly with the run (each
-// finished request costs that much until the record is written). Run it with
+// loop of n requests of 128 chunks each.
+//
+//   - kept: the Outcome holds the requests, as a run without a journal does until its
+//     record is written. heap-B/req is the live heap after the run, above the level
+//     before it, per measured request: constant in n means memory grows linearly with the
+//     run (each finished request costs that much).
+//   - spilled: the requests go to Finished as they end and nowhere else (Config.Spill, as
+//     a run with measure's journal does); heap-B/req is the live heap as the window
+//     closes, before anything is read back, above the level before the run, per
+//     request: near 0 and falling with n means the client's memory does not grow with
+//     the run.
+//
+// Run it with
 //
 //	go test -run '^$' -bench HeapPerRequest ./loadgen/
 func BenchmarkHeapPerRequest(b *testing.B) {
-	for _, n := range []int{2000, 8000} {
-		b.Run(fmt.Sprintf("requests=%d", n), func(b *testing.B) {
-			var per float64
-			for b.Loop() {
-				epoch := time.Now()
-				runtime.GC()
-				var m0, m1 runtime.MemStats
-				runtime.ReadMemStats(&m0)
-				cfg := Config{
-					Streamer: gapped{epoch, 128}, Source: &fakeSource{arrivals: constant(20000, n)}, Epoch: epoch,
-					API: engine.APICompletions, Model: "m", Timeout: 10 * time.Second,
+	holdGCFloor() // the ballast is the process's, not the run's
+	heap := func() float64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return float64(m.HeapAlloc)
+	}
+	for _, spill := range []bool{false, true} {
+		for _, n := range []int{2000, 8000} {
+			b.Run(fmt.Sprintf("%s/requests=%d", map[bool]string{false: "kept", true: "spilled"}[spill], n), func(b *testing.B) {
+				var per float64
+				for b.Loop() {
+					epoch := time.Now()
+					cfg := Config{
+						Streamer: gapped{epoch, 128}, Source: &fakeSource{arrivals: constant(20000, n)}, Epoch: epoch,
+						API: engine.APICompletions, Model: "m", Timeout: 10 * time.Second,
+					}
+					var finished atomic.Int64
+					var atClose float64
+					if spill {
+						cfg.Finished = func(warm bool, q *result.Request) { finished.Add(1) }
+						cfg.Spill = func() ([]result.Request, error) {
+							atClose = heap()
+							return nil, nil
+						}
+					}
+					before := heap()
+					out, err := Run(context.Background(), cfg)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if spill {
+						if finished.Load() != int64(n) {
+							b.Fatalf("%d requests finished", finished.Load())
+						}
+						per = (atClose - before) / float64(n)
+						continue
+					}
+					if len(out.Measured) != n {
+						b.Fatalf("%d requests measured", len(out.Measured))
+					}
+					per = (heap() - before) / float64(n)
+					runtime.KeepAlive(out)
 				}
-				out, err := Run(context.Background(), cfg)
-				if err != nil {
-					b.Fatal(err)
-				}
-				runtime.GC()
-				runtime.ReadMemStats(&m1)
-				if len(out.Measured) != n {
-					b.Fatalf("%d requests measured", len(out.Measured))
-				}
-				per = (float64(m1.HeapAlloc) - float64(m0.HeapAlloc)) / float64(n)
-				runtime.KeepAlive(out)
-			}
-			b.ReportMetric(per, "heap-B/req")
-		})
+				b.ReportMetric(per, "heap-B/req")
+			})
+		}
 	}
 }

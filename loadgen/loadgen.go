@@ -108,6 +108,15 @@ type Config struct {
 	// so that a crash loses nothing measured. It must not keep q.
 	Finished func(warmup bool, q *result.Request)
 
+	// Spill, when set, keeps the measured requests out of this process's memory while
+	// the run is measured: each is handed to Finished, which must be set and keep it
+	// (measure's journal writes it to disk), and is then dropped. Once the window has
+	// closed, Run calls Spill for all of them (in any order) and puts them in index
+	// order into Outcome.Measured. The client's memory then stays flat over the run's
+	// length, and so does the collector's work: a run of an hour is measured as its
+	// first minute was. An error from Spill stops the run as incomplete (Outcome.Stopped).
+	Spill func() ([]result.Request, error)
+
 	// pacing selects how the open-loop dispatcher waits; the zero value is the most
 	// accurate one this platform offers. Benchmarks compare the others.
 	pacing pacing
@@ -271,6 +280,10 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	}
 	out.InFlight = ph.stop()
 	out.ReaderLag = sched.summary()
+	var spillErr error
+	if cfg.Spill != nil {
+		out.Measured, spillErr = r.unspill()
+	}
 
 	obsCancel()
 	if obsDone != nil {
@@ -280,6 +293,9 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	out.Interrupted = ctx.Err() != nil
 	if cause := context.Cause(r.ctx); !out.Interrupted && cause != nil && cause != context.Canceled {
 		out.Stopped = cause.Error()
+	}
+	if spillErr != nil {
+		out.Stopped = "the measured requests could not be read back from where they were written as they finished: " + spillErr.Error()
 	}
 	out.Window = window(out.Measured, windowStart, arrivals, cfg.Closed)
 	out.Notes = append(out.Notes, result.RequestNotes(out.Measured)...)
@@ -350,6 +366,9 @@ func (cfg Config) check() (Config, []time.Duration, error) {
 	}
 	if cfg.API != engine.APIChat && cfg.API != engine.APICompletions {
 		bad("loadgen: API %q: expected %q or %q", cfg.API, engine.APIChat, engine.APICompletions)
+	}
+	if cfg.Spill != nil && cfg.Finished == nil {
+		bad("loadgen: Spill without Finished: the measured requests would be kept nowhere")
 	}
 	if cfg.Timeout <= 0 {
 		bad("loadgen: Timeout %v: every request needs a timeout above zero", cfg.Timeout)

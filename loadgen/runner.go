@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -244,7 +245,10 @@ func (r *runner) warmup() []result.Request {
 // rate. Requests already due (the dispatcher fell behind) go out back to back and their
 // lag shows in send − sched.
 func (r *runner) open(ph *phase, windowStart time.Duration, arrivals []time.Duration, items <-chan workload.Item) []result.Request {
-	recs := make([]result.Request, len(arrivals))
+	var recs []result.Request
+	if r.cfg.Spill == nil {
+		recs = make([]result.Request, len(arrivals))
+	}
 	var wg sync.WaitGroup
 	sent := 0
 	dispatched := make(chan struct{})
@@ -266,6 +270,11 @@ func (r *runner) open(ph *phase, windowStart time.Duration, arrivals []time.Dura
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				if recs == nil {
+					var q result.Request
+					r.do(ph, i, item, due, &q)
+					return
+				}
 				r.do(ph, i, item, due, &recs[i])
 			}()
 			sent = i + 1
@@ -273,7 +282,26 @@ func (r *runner) open(ph *phase, windowStart time.Duration, arrivals []time.Dura
 	}()
 	<-dispatched
 	wg.Wait()
+	if recs == nil {
+		return nil
+	}
 	return recs[:sent]
+}
+
+// unspill reads the measured requests back from Config.Spill and puts them in the order
+// the Outcome holds them: by index, or session by session and turn by turn, numbered in
+// that order, as sessions numbers them.
+func (r *runner) unspill() ([]result.Request, error) {
+	all, err := r.cfg.Spill()
+	if r.cfg.Sessions != nil {
+		slices.SortStableFunc(all, func(a, b result.Request) int { return cmp.Or(a.Session-b.Session, a.Turn-b.Turn) })
+		for k := range all {
+			all[k].I = k
+		}
+	} else {
+		slices.SortStableFunc(all, func(a, b result.Request) int { return a.I - b.I })
+	}
+	return all, err
 }
 
 // prefetch produces the measured items in order ahead of the dispatcher, so that prompt
@@ -324,6 +352,11 @@ func (r *runner) closed(ph *phase, windowStart time.Duration) []result.Request {
 				// behind, which is why it hides queueing.
 				sched := r.now()
 				ph.inflight.Add(1)
+				if r.cfg.Spill != nil {
+					var q result.Request
+					r.do(ph, i, item, sched, &q)
+					continue
+				}
 				per[u] = append(per[u], result.Request{})
 				r.do(ph, i, item, sched, &per[u][len(per[u])-1])
 			}

@@ -53,6 +53,7 @@ func (r *runner) sessionTurns(n int) int {
 func (r *runner) sessions(ph *phase, windowStart time.Duration, arrivals []time.Duration) ([]result.Request, []string) {
 	per := make([][]result.Request, len(arrivals))
 	early := make([]bool, len(arrivals))
+	sent := make([]int, len(arrivals))
 	var wg sync.WaitGroup
 	started := 0
 	p := newPacer(r.cfg.Epoch, r.cfg.pacing)
@@ -61,14 +62,19 @@ func (r *runner) sessions(ph *phase, windowStart time.Duration, arrivals []time.
 		if !p.wait(r.ctx, due) {
 			break
 		}
-		wg.Go(func() { per[i], early[i] = r.session(ph, i, due) })
+		wg.Go(func() {
+			recs, n, e := r.session(ph, i, due)
+			per[i], sent[i], early[i] = recs, n, e
+		})
 		started = i + 1
 	}
 	wg.Wait()
 	var all []result.Request
 	ended := 0
+	turns := 0
 	for i := range per[:started] {
 		all = append(all, per[i]...)
+		turns += sent[i]
 		if early[i] {
 			ended++
 		}
@@ -76,16 +82,17 @@ func (r *runner) sessions(ph *phase, windowStart time.Duration, arrivals []time.
 	for k := range all {
 		all[k].I = k
 	}
-	notes := []string{fmt.Sprintf("sessions: %d started open-loop, their turns closed-loop (each sent when the previous answer ended and its think time passed, latency counted from then); %d turns sent", started, len(all))}
+	notes := []string{fmt.Sprintf("sessions: %d started open-loop, their turns closed-loop (each sent when the previous answer ended and its think time passed, latency counted from then); %d turns sent", started, turns)}
 	if ended > 0 {
 		notes = append(notes, fmt.Sprintf("%d of %d sessions ended early: a turn failed, which ends its session (its later turns were not sent)", ended, started))
 	}
 	return all, notes
 }
 
-// session sends the turns of session i, the first due at due, and reports whether a
-// failed turn ended it before its last turn.
-func (r *runner) session(ph *phase, i int, due time.Duration) (recs []result.Request, early bool) {
+// session sends the turns of session i, the first due at due, and returns them (none
+// when the run spills them: Config.Spill), how many were sent, and whether a failed turn
+// ended the session before its last turn.
+func (r *runner) session(ph *phase, i int, due time.Duration) (recs []result.Request, sent int, early bool) {
 	s := r.sessionInfo(i)
 	var msgs []engine.Message
 	hist := 0
@@ -94,16 +101,17 @@ func (r *runner) session(ph *phase, i int, due time.Duration) (recs []result.Req
 		hist = s.SystemTokens
 	}
 	p := newPacer(r.cfg.Epoch, r.cfg.pacing)
+	var spilled result.Request
 	for n := 1; n <= s.Turns; n++ {
 		t := r.sessionTurn(i, n)
 		if n > 1 {
 			due += t.Think
 			if !p.wait(r.ctx, due) {
-				return recs, false
+				return recs, sent, false
 			}
 		}
 		if r.ctx.Err() != nil {
-			return recs, false
+			return recs, sent, false
 		}
 		// The history grows by the new message now and by the answer once it came; the
 		// request sees a copy's length, never an append racing it.
@@ -111,13 +119,17 @@ func (r *runner) session(ph *phase, i int, due time.Duration) (recs []result.Req
 		tio := &turnIO{msgs: msgs[:len(msgs):len(msgs)]}
 		item := workload.Item{Index: i, PromptTokens: hist + t.Tokens, OutputTokens: t.OutputTokens}
 		ph.inflight.Add(1)
-		recs = append(recs, result.Request{})
-		rec := &recs[len(recs)-1]
+		rec := &spilled
+		if r.cfg.Spill == nil {
+			recs = append(recs, result.Request{})
+			rec = &recs[len(recs)-1]
+		}
 		r.doWith(ph, 0, item, due, rec, tio)
 		rec.Session, rec.Turn, rec.HistoryTokens = i+1, n, hist
 		r.finished(ph, rec)
+		sent++
 		if rec.Error != "" {
-			return recs, rec.Error != engine.ErrCanceled && n < s.Turns
+			return recs, sent, rec.Error != engine.ErrCanceled && n < s.Turns
 		}
 		msgs = append(msgs, engine.Message{Role: "assistant", Content: tio.text})
 		// What the next turn carries: this prompt and its answer, as the engine counted
@@ -129,5 +141,5 @@ func (r *runner) session(ph *phase, i int, due time.Duration) (recs []result.Req
 		}
 		due = tio.end
 	}
-	return recs, false
+	return recs, sent, false
 }

@@ -73,13 +73,26 @@ func (s *sessionSource) Turn(i, n int) workload.Turn {
 // Each turn sends the whole history (system prompt, every earlier message and the
 // engine's own answer) and its new message; turn n is scheduled at the end of turn n-1
 // plus its think time; a failed turn ends its session, recorded, with no later turn sent.
+// The same holds when the turns are spilled as they finish (Config.Spill) and read back.
 func TestSessions(t *testing.T) {
+	t.Run("kept", func(t *testing.T) { testSessions(t, false) })
+	t.Run("spilled", func(t *testing.T) { testSessions(t, true) })
+}
+
+func testSessions(t *testing.T, spill bool) {
 	epoch := time.Now()
 	f := &chatFake{epoch: epoch, delay: 5 * time.Millisecond, fail: map[string]bool{"s1 t2": true}, sent: map[string][]engine.Message{}}
 	src := &sessionSource{fakeSource: fakeSource{arrivals: constant(50, 3)}, turns: []int{3, 4, 2}}
 	cfg := baseConfig(f, src, epoch)
 	cfg.API, cfg.Sessions = engine.APIChat, src
+	var box *spillBox
+	if spill {
+		box = spillTo(&cfg)
+	}
 	out := run(t, cfg)
+	if spill {
+		box.check(t, out)
+	}
 
 	// Session 2 (index 1) sent turns 1 and 2 (failed); 3 and 4 never went out.
 	var got []string

@@ -565,7 +565,9 @@ func (r *Runner) run(ctx context.Context, f *workload.File, w *workload.Workload
 		if err != nil {
 			rec.Notes = append(rec.Notes, "no journal of requests as they finished: "+err.Error())
 		} else {
-			cfg.Finished = j.add
+			// The journal keeps the measured requests while the window runs, so that
+			// the client's memory does not grow with the run's length.
+			cfg.Finished, cfg.Spill = j.add, j.readBack
 			defer func() {
 				if err := j.close(); err != nil {
 					rec.Notes = append(rec.Notes, "the journal of requests as they finished is incomplete: "+err.Error())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -101,8 +102,15 @@ func TestSessionsPrefixCacheTTFT(t *testing.T) {
 }
 
 // A turn that fails ends its session: the error is on that turn, the later turns are
-// not sent, and the record says how many sessions ended early.
+// not sent, and the record says how many sessions ended early. So it is when the turns
+// are kept in the journal while the run is measured and read back from it: the record
+// holds them session by session, numbered in that order.
 func TestSessionsFailedTurnEndsSession(t *testing.T) {
+	t.Run("kept", func(t *testing.T) { testSessionsFailedTurn(t, "") })
+	t.Run("journal", func(t *testing.T) { testSessionsFailedTurn(t, filepath.Join(t.TempDir(), "s.journal.jsonl")) })
+}
+
+func testSessionsFailedTurn(t *testing.T, journal string) {
 	srv, err := sim.Start(context.Background(), sim.Options{Seed: 3, Profile: sessionProfile, Faults: sim.Faults{ErrorRate: 0.2}})
 	if err != nil {
 		t.Fatal(err)
@@ -118,11 +126,17 @@ func TestSessionsFailedTurnEndsSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := r.Run(context.Background(), f, &f.Workloads[0], tg, Trial{})
+	rec := r.Run(context.Background(), f, &f.Workloads[0], tg, Trial{Journal: journal})
+	if rec.Incomplete {
+		t.Fatalf("incomplete: %s", rec.IncompleteReason)
+	}
 	ended, failed := 0, 0
 	turns := map[int][]result.Request{}
-	for _, q := range rec.Requests {
+	for k, q := range rec.Requests {
 		turns[q.Session] = append(turns[q.Session], q)
+		if q.I != k || (k > 0 && q.Session < rec.Requests[k-1].Session) {
+			t.Fatalf("record %d is request %d of session %d, after session %d: not session by session", k, q.I, q.Session, rec.Requests[max(k-1, 0)].Session)
+		}
 	}
 	for s, qs := range turns {
 		for k, q := range qs {
