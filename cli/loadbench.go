@@ -172,7 +172,8 @@ func startFixed(ctx context.Context, ttft, itl time.Duration, procs int, profile
 				}
 			}()
 			pid := cmd.Process.Pid
-			return bench.Engine{URL: strings.TrimSpace(url), TTFT: ttft, ITL: itl, CPU: func() time.Duration { return procCPU(pid) }, Procs: procs}, stop, nil
+			url = strings.TrimSpace(url)
+			return bench.Engine{URL: url, TTFT: ttft, ITL: itl, CPU: func() time.Duration { return procCPU(pid) }, Procs: procs, Late: bench.FixedLateness(url)}, stop, nil
 		}
 	}
 	stop()

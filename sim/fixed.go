@@ -9,7 +9,10 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
+	"sync"
 	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // Fixed is an engine with exact timing and no batching model: every streamed request
@@ -22,9 +25,48 @@ type Fixed struct {
 	TTFT, ITL time.Duration
 	// Model is the model id /v1/models answers with; default "sim-fixed".
 	Model string
+
+	// late is how far behind its schedule each event was handed to the socket, in µs:
+	// where the oracle itself falls behind (its share of the cores is too small), the
+	// client cannot measure its timing, and GET /fixed/lateness says so.
+	mu   sync.Mutex
+	late *hdrhistogram.Histogram
 }
 
-// Handler serves the OpenAI-compatible streaming endpoints and /v1/models, /health.
+// Lateness is GET /fixed/lateness: how far behind schedule the engine wrote its events
+// since the last such call (which resets it), in microseconds.
+type Lateness struct {
+	Writes int64 `json:"writes"`
+	P50US  int64 `json:"p50_us"`
+	P99US  int64 `json:"p99_us"`
+	MaxUS  int64 `json:"max_us"`
+}
+
+// lateness returns the events' lateness since the last call and starts afresh.
+func (f *Fixed) lateness() Lateness {
+	f.mu.Lock()
+	h := f.late
+	f.late = nil
+	f.mu.Unlock()
+	if h == nil {
+		return Lateness{}
+	}
+	return Lateness{Writes: h.TotalCount(), P50US: h.ValueAtQuantile(50), P99US: h.ValueAtQuantile(99), MaxUS: h.Max()}
+}
+
+// wrote records one event written late behind its schedule.
+func (f *Fixed) wrote(late time.Duration) {
+	us := min(max(late.Microseconds(), 0), int64(time.Hour/time.Microsecond))
+	f.mu.Lock()
+	if f.late == nil {
+		f.late = hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3)
+	}
+	_ = f.late.RecordValue(us) // in range
+	f.mu.Unlock()
+}
+
+// Handler serves the OpenAI-compatible streaming endpoints and /v1/models, /health and
+// /fixed/lateness.
 func (f *Fixed) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { f.stream(w, r, false) })
@@ -34,6 +76,10 @@ func (f *Fixed) Handler() http.Handler {
 		json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": []any{map[string]any{"id": f.model(), "object": "model", "max_model_len": 1 << 20}}})
 	})
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {})
+	mux.HandleFunc("GET /fixed/lateness", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(f.lateness())
+	})
 	return mux
 }
 
@@ -88,7 +134,8 @@ func (f *Fixed) stream(w http.ResponseWriter, r *http.Request, chat bool) {
 		// An absolute schedule: a late write does not delay the ones after it. A plain
 		// sleep parks the goroutine on its timer with no channel or select per event; a
 		// client that went away is seen at the next write.
-		if d := time.Until(arrived.Add(f.TTFT + time.Duration(k)*f.ITL)); d > 0 {
+		due := arrived.Add(f.TTFT + time.Duration(k)*f.ITL)
+		if d := time.Until(due); d > 0 {
 			time.Sleep(d)
 		}
 		if _, err := w.Write(content); err != nil {
@@ -97,6 +144,7 @@ func (f *Fixed) stream(w http.ResponseWriter, r *http.Request, chat bool) {
 		if fl != nil {
 			fl.Flush()
 		}
+		f.wrote(time.Since(due))
 	}
 	w.Write(tail)
 }

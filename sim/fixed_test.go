@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bufio"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -67,6 +68,21 @@ func TestFixedStream(t *testing.T) {
 			t.Errorf("%s: no usage or [DONE] at the end:\n%s", tc.path, body)
 		}
 	}
+	// Every event written was counted with how late it went out, and reading the figures
+	// starts them afresh.
+	late := getLateness(t, srv.URL)
+	if late.Writes != 10 || late.P99US > late.MaxUS || late.MaxUS > int64(time.Minute/time.Microsecond) {
+		t.Errorf("lateness after two streams of 5 events: %+v", late)
+	}
+	if again := getLateness(t, srv.URL); again != (Lateness{}) {
+		t.Errorf("lateness read twice: %+v the second time, want it reset", again)
+	}
+	f.wrote(30 * time.Millisecond)
+	f.wrote(-time.Millisecond) // early (a clock step): on time, not negative
+	if l := getLateness(t, srv.URL); l.Writes != 2 || l.MaxUS < 29_900 || l.MaxUS > 30_100 || l.P50US != 0 {
+		t.Errorf("lateness of one event 30 ms late and one early: %+v", l)
+	}
+
 	resp, err := http.Post(srv.URL+"/v1/completions", "application/json", strings.NewReader(`{"prompt":"x"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -75,6 +91,20 @@ func TestFixedStream(t *testing.T) {
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("no max_tokens: status %d, want 400", resp.StatusCode)
 	}
+}
+
+func getLateness(t *testing.T, url string) Lateness {
+	t.Helper()
+	resp, err := http.Get(url + "/fixed/lateness")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var l Lateness
+	if err := json.NewDecoder(resp.Body).Decode(&l); err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
 
 // BenchmarkFixedEvents measures what the fixed-timing engine spends per event (one op):

@@ -6,8 +6,10 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"runtime"
 	"slices"
 	"strconv"
@@ -18,6 +20,7 @@ import (
 	"github.com/slogate/slogate/engine"
 	"github.com/slogate/slogate/loadgen"
 	"github.com/slogate/slogate/result"
+	"github.com/slogate/slogate/sim"
 	"github.com/slogate/slogate/workload"
 )
 
@@ -48,13 +51,17 @@ type Result struct {
 	TPOTP50ms          float64
 	DispatchLagP99ms   float64
 	ReaderLagP99ms     float64
-	ClientCPUus        float64 // client CPU per request, µs
-	ServerCPUus        float64 // server CPU per request, µs (0: unknown)
-	ClientCores        float64 // client CPU over the point's wall time
-	ServerCores        float64
-	BytesPerStream     float64 // live Go heap + stacks halfway through the streams, above the idle level, per open stream (closed points)
-	Accurate           bool
-	Why                string // the first accuracy criterion missed
+	// EngineLateP99ms is how far behind its schedule the engine wrote its events at p99
+	// (-1: not known): an oracle that falls behind is the machine's limit, not the
+	// client's.
+	EngineLateP99ms float64
+	ClientCPUus     float64 // client CPU per request, µs
+	ServerCPUus     float64 // server CPU per request, µs (0: unknown)
+	ClientCores     float64 // client CPU over the point's wall time
+	ServerCores     float64
+	BytesPerStream  float64 // live Go heap + stacks halfway through the streams, above the idle level, per open stream (closed points)
+	Accurate        bool
+	Why             string // the first accuracy criterion missed
 	// ClientProcs and ServerProcs are the GOMAXPROCS the point ran under, when they were
 	// set (0: the Go default, every core): a rerun that gives the engine more of the
 	// machine than the client says so.
@@ -69,6 +76,9 @@ type Engine struct {
 	CPU func() time.Duration
 	// Procs is the engine's GOMAXPROCS when it was set (0: the Go default).
 	Procs int
+	// Late returns how far behind its schedule the engine wrote its events at p99 since
+	// the last call, and starts afresh (nil: not known; sim.Fixed's /fixed/lateness).
+	Late func() (time.Duration, error)
 }
 
 // Options say whom to measure and how: the open-loop points go to Open, the stream
@@ -159,6 +169,14 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// collect collects twice: what the points before left in a sync.Pool survives one
+// collection (in the pool's victim cache), and counted in the idle level it would be
+// subtracted from the streams' memory once a collection during the point drops it.
+func collect() {
+	runtime.GC()
+	runtime.GC()
+}
+
 // liveBytes is the Go heap and stacks, less the load generator's GC ballast (which no
 // stream holds, and which the first run allocates).
 func liveBytes() uint64 {
@@ -183,7 +201,7 @@ func measure(ctx context.Context, o Options, p Point) Result {
 	} else {
 		cfg.Closed, cfg.Users, cfg.Requests = true, p.Streams, p.Streams
 	}
-	runtime.GC()
+	collect()
 	idle := liveBytes()
 	var live uint64
 	if cfg.Closed {
@@ -196,10 +214,14 @@ func measure(ctx context.Context, o Options, p Point) Result {
 			select {
 			case <-ctx.Done():
 			case <-t.C:
-				runtime.GC()
+				collect()
 				live = liveBytes()
 			}
 		}
+	}
+	res.EngineLateP99ms = -1
+	if e.Late != nil {
+		e.Late() // the warm-up and the points before are not this point's
 	}
 	cpu0, wall0 := cpuTime(), time.Now()
 	var srv0 time.Duration
@@ -216,6 +238,11 @@ func measure(ctx context.Context, o Options, p Point) Result {
 	if err != nil {
 		res.Why = err.Error()
 		return res
+	}
+	if e.Late != nil {
+		if late, err := e.Late(); err == nil {
+			res.EngineLateP99ms = float64(late) / 1e6
+		}
 	}
 	s := result.Summarize(out.Measured, result.SummaryInput{Window: out.Window, OpenLoop: !cfg.Closed, MaxDispatchLag: time.Hour})
 	res.Requests = s.Requests
@@ -252,6 +279,9 @@ func judge(e Engine, p Point, r Result) (bool, string) {
 	switch {
 	case r.Errors > 0:
 		return false, fmt.Sprintf("%d errors", r.Errors)
+	case r.EngineLateP99ms > EngineLateBound(e, p):
+		// The client cannot measure a schedule the engine did not keep.
+		return false, fmt.Sprintf("engine late: it wrote its events %.1f ms behind schedule at p99 (bound %.1f ms)", r.EngineLateP99ms, EngineLateBound(e, p))
 	case p.Rate == 0 && (r.TPOTP50ms < (1-ITLP50Slack)*itl || r.TPOTP50ms > (1+ITLP50Slack)*itl):
 		// Streams all open at once: their TTFT is the connection storm's, not the
 		// client's accuracy; what must hold is every stream's pace.
@@ -266,6 +296,35 @@ func judge(e Engine, p Point, r Result) (bool, string) {
 	return true, ""
 }
 
+// FixedLateness reads and resets the lateness p99 of the fixed-timing engine at url
+// (sim.Fixed's /fixed/lateness): Engine.Late.
+func FixedLateness(url string) func() (time.Duration, error) {
+	c := &http.Client{Timeout: 10 * time.Second}
+	return func() (time.Duration, error) {
+		resp, err := c.Get(url + "/fixed/lateness")
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		var l sim.Lateness
+		if err := json.NewDecoder(resp.Body).Decode(&l); err != nil {
+			return 0, fmt.Errorf("%s/fixed/lateness: %v", url, err)
+		}
+		return time.Duration(l.P99US) * time.Microsecond, nil
+	}
+}
+
+// EngineLateBound is how far behind schedule (p99, ms) the engine may write its events at
+// p before the point measures the engine rather than the client: the whole of the
+// accuracy allowance, (TTFTSlack − 1) × TTFT at rate points and (ITLP99Slack − 1) × ITL at
+// stream points. Above it, an exact client would still read the point as inaccurate.
+func EngineLateBound(e Engine, p Point) float64 {
+	if p.Rate > 0 {
+		return (TTFTSlack - 1) * float64(e.TTFT) / 1e6
+	}
+	return (ITLP99Slack - 1) * float64(e.ITL) / 1e6
+}
+
 // Table writes the results as the README shows them, and names the highest accurate
 // point of each kind (output length of the open loop, and streams) among the rows run
 // with the default share of the machine. Rows run with GOMAXPROCS set say so in the
@@ -273,20 +332,24 @@ func judge(e Engine, p Point, r Result) (bool, string) {
 // reads beside the first run of the same point.
 func Table(w io.Writer, o Options, rs []Result) {
 	fmt.Fprintf(w, "fixed-timing engines: rate points TTFT %v ITL %v; stream points TTFT %v ITL %v\n\n", o.Open.TTFT, o.Open.ITL, o.Streams.TTFT, o.Streams.ITL)
-	fmt.Fprintf(w, "| point | procs client/engine | achieved req/s | TTFT p99 ms | ITL p50 ms | ITL p99 ms | dispatch lag p99 ms | reader lag p99 ms | client CPU µs/req | engine CPU µs/req | client cores | engine cores | KB/stream | errors | accurate |\n")
-	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "| point | procs client/engine | achieved req/s | TTFT p99 ms | ITL p50 ms | ITL p99 ms | dispatch lag p99 ms | reader lag p99 ms | engine late p99 ms | client CPU µs/req | engine CPU µs/req | client cores | engine cores | KB/stream | errors | accurate |\n")
+	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	best := map[string]string{}
 	for _, r := range rs {
 		kb := "-"
 		if r.BytesPerStream > 0 {
 			kb = fmt.Sprintf("%.1f", r.BytesPerStream/1024)
 		}
+		late := "-"
+		if r.EngineLateP99ms >= 0 {
+			late = fmt.Sprintf("%.3f", r.EngineLateP99ms)
+		}
 		acc := "yes"
 		if !r.Accurate {
 			acc = "no: " + r.Why
 		}
-		fmt.Fprintf(w, "| %s | %s/%s | %.0f | %.1f | %.2f | %.1f | %.3f | %.3f | %.0f | %.0f | %.2f | %.2f | %s | %d | %s |\n",
-			r.Point, procs(r.ClientProcs), procs(r.ServerProcs), r.AchievedRPS, r.TTFTP99ms, r.ITLP50ms, r.ITLP99ms, r.DispatchLagP99ms, r.ReaderLagP99ms, r.ClientCPUus, r.ServerCPUus, r.ClientCores, r.ServerCores, kb, r.Errors, acc)
+		fmt.Fprintf(w, "| %s | %s/%s | %.0f | %.1f | %.2f | %.1f | %.3f | %.3f | %s | %.0f | %.0f | %.2f | %.2f | %s | %d | %s |\n",
+			r.Point, procs(r.ClientProcs), procs(r.ServerProcs), r.AchievedRPS, r.TTFTP99ms, r.ITLP50ms, r.ITLP99ms, r.DispatchLagP99ms, r.ReaderLagP99ms, late, r.ClientCPUus, r.ServerCPUus, r.ClientCores, r.ServerCores, kb, r.Errors, acc)
 		key := fmt.Sprintf("open × %d tok", r.Tokens)
 		if r.Rate == 0 {
 			key = fmt.Sprintf("streams × %d tok", r.Tokens)

@@ -23,8 +23,8 @@ func TestLadderAgainstFixedEngine(t *testing.T) {
 	streams := httptest.NewServer((&sim.Fixed{TTFT: 20 * time.Millisecond, ITL: 30 * time.Millisecond}).Handler())
 	defer streams.Close()
 	o := Options{
-		Open:    Engine{URL: open.URL, TTFT: 20 * time.Millisecond, ITL: 5 * time.Millisecond},
-		Streams: Engine{URL: streams.URL, TTFT: 20 * time.Millisecond, ITL: 30 * time.Millisecond},
+		Open:    Engine{URL: open.URL, TTFT: 20 * time.Millisecond, ITL: 5 * time.Millisecond, Late: FixedLateness(open.URL)},
+		Streams: Engine{URL: streams.URL, TTFT: 20 * time.Millisecond, ITL: 30 * time.Millisecond, Late: FixedLateness(streams.URL)},
 		Points:  []Point{{Rate: 50, Tokens: 8, Duration: time.Second}, {Streams: 20, Tokens: 20}},
 	}
 	rs := Run(context.Background(), o)
@@ -33,6 +33,10 @@ func TestLadderAgainstFixedEngine(t *testing.T) {
 	}
 	for _, r := range rs {
 		itl := float64(o.engine(r.Point).ITL) / 1e6
+		if r.EngineLateP99ms < 0 || r.EngineLateP99ms > r.TTFTP99ms {
+			// The engine's lateness is in what the client measured from the schedule.
+			t.Errorf("%s: engine late p99 %.3f ms, TTFT p99 %.3f ms", r.Point, r.EngineLateP99ms, r.TTFTP99ms)
+		}
 		if r.Errors != 0 || r.Requests == 0 || r.TPOTP50ms < 0.5*itl || r.TTFTP99ms < 20 {
 			t.Errorf("%s: %d requests, %d errors, TTFT p99 %.2f ms, ITL p50 %.2f ms, TPOT p50 %.2f ms (injected ITL %.0f ms)",
 				r.Point, r.Requests, r.Errors, r.TTFTP99ms, r.ITLP50ms, r.TPOTP50ms, itl)
@@ -62,6 +66,8 @@ func TestJudge(t *testing.T) {
 		{Result{TTFTP99ms: 31, ITLP50ms: 5}, "TTFT p99"}, // 1.5× the injected 20 ms is 30
 		{Result{TTFTP99ms: 21, ITLP50ms: 0}, "ITL p50"},  // events sharing one timestamp
 		{Result{TTFTP99ms: 21, ITLP50ms: 5, Errors: 1}, "errors"},
+		// An oracle 12 ms late at p99 spent more than the 10 ms TTFT allowance itself.
+		{Result{TTFTP99ms: 29, ITLP50ms: 5, EngineLateP99ms: 12}, "engine late"},
 	} {
 		if a, why := judge(e, rate, c.r); a || !strings.Contains(why, c.want) {
 			t.Errorf("%+v: accurate %v, %q; want %q", c.r, a, why, c.want)
@@ -74,6 +80,9 @@ func TestJudge(t *testing.T) {
 	}
 	if a, why := judge(e, s, Result{ITLP50ms: 5, TPOTP50ms: 5, ITLP99ms: 8}); a || !strings.Contains(why, "ITL p99") {
 		t.Errorf("stream ITL p99 over 1.5×: %v %q", a, why)
+	}
+	if a, why := judge(e, s, Result{ITLP50ms: 5, TPOTP50ms: 5, ITLP99ms: 7, EngineLateP99ms: 3}); a || !strings.Contains(why, "engine late") {
+		t.Errorf("stream point whose engine wrote 3 ms late at p99 (bound 2.5 ms at 5 ms ITL): %v %q", a, why)
 	}
 }
 
