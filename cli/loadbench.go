@@ -22,10 +22,13 @@ req/s × 16 tokens, 200 to 2,000 req/s × 128 tokens) and closed-loop stream cou
 to 10,000 streams × 400 tokens) against engines of exact timing (slogate sim --fixed-*:
 TTFT 20 ms, ITL 5 ms; 50 ms ITL for the streams), each served by its own child process,
 and prints for each point the achieved rate, TTFT p99, ITL p50/p99, dispatch lag p99, the
-client's goroutine lateness, client and server CPU, bytes per open stream and whether the
+client's goroutine lateness, how far behind its schedule the engine itself wrote (p99),
+client and server CPU over the measured window, bytes per open stream and whether the
 client still measured what the engine did (no error; for rates TTFT p99 from the scheduled
 time within 1.5× the injected TTFT and ITL p50 within 10% of the injected ITL; for streams
-TPOT and ITL p50 within 10% and ITL p99 within 1.5× the injected ITL). Run it on a quiet
+TPOT and ITL p50 within 10% and ITL p99 within 1.5× the injected ITL). A point whose engine
+wrote later than that allowance (0.5× TTFT at rates, 0.5× ITL for streams) is the engine's
+or the machine's limit, and says so: no client could measure it. Run it on a quiet
 machine: it measures the machine. --quick runs a short ladder (a smoke test); --points
 runs the points listed, e.g. --points 1000x128,streams:2000x400 (RATExTOKENS for 5 s, or
 streams:NxTOKENS). --rerun runs the inaccurate points again with the engines given more of

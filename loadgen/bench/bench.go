@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -59,9 +60,13 @@ type Result struct {
 	ServerCPUus     float64 // server CPU per request, µs (0: unknown)
 	ClientCores     float64 // client CPU over the point's wall time from the window's opening
 	ServerCores     float64
-	BytesPerStream  float64 // live Go heap + stacks halfway through the streams, above the idle level, per open stream (closed points)
-	Accurate        bool
-	Why             string // the first accuracy criterion missed
+	// StealPct is the share of the machine's CPU time the hypervisor took over the
+	// window (/proc/stat steal; -1: unknown): a virtual machine whose cores are taken
+	// away stalls client and engine alike.
+	StealPct       float64
+	BytesPerStream float64 // live Go heap + stacks halfway through the streams, above the idle level, per open stream (closed points)
+	Accurate       bool
+	Why            string // the first accuracy criterion missed
 	// ClientProcs and ServerProcs are the GOMAXPROCS the point ran under, when they were
 	// set (0: the Go default, every core): a rerun that gives the engine more of the
 	// machine than the client says so.
@@ -177,6 +182,37 @@ func collect() {
 	runtime.GC()
 }
 
+// cpuTicks is the machine's CPU time so far, over every core, in USER_HZ ticks: all of
+// it, and what the hypervisor took (steal).
+type cpuTicks struct{ total, steal int64 }
+
+// stealTime reads the first line of /proc/stat (user nice system idle iowait irq softirq
+// steal ...). The steal clock is the hypervisor's own count, so a short window's share is
+// right even though the other fields are sampled at the tick.
+func stealTime() (cpuTicks, bool) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return cpuTicks{}, false
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return cpuTicks{}, false
+	}
+	var t cpuTicks
+	for i, v := range f[1:9] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return cpuTicks{}, false
+		}
+		t.total += n
+		if i == 7 {
+			t.steal = n
+		}
+	}
+	return t, true
+}
+
 // liveBytes is the Go heap and stacks, less the load generator's GC ballast (which no
 // stream holds, and which the first run allocates).
 func liveBytes() uint64 {
@@ -224,7 +260,9 @@ func measure(ctx context.Context, o Options, p Point) Result {
 	// warm-up (40 s of 4 streams at the stream points) would dilute the cores.
 	var srv0 time.Duration
 	cpu0, wall0 := cpuTime(), time.Now() // a run that never opens its window
+	steal0, stealOK := stealTime()
 	cfg.OpenWindow = func(context.Context) {
+		steal0, stealOK = stealTime()
 		if e.Late != nil {
 			e.Late() // the warm-up and the points before are not this point's
 		}
@@ -234,6 +272,10 @@ func measure(ctx context.Context, o Options, p Point) Result {
 		}
 	}
 	out, err := loadgen.Run(ctx, cfg)
+	res.StealPct = -1
+	if steal1, ok := stealTime(); ok && stealOK && steal1.total > steal0.total {
+		res.StealPct = 100 * float64(steal1.steal-steal0.steal) / float64(steal1.total-steal0.total)
+	}
 	wall := time.Since(wall0)
 	cpu := cpuTime() - cpu0
 	var srv time.Duration
@@ -337,8 +379,8 @@ func EngineLateBound(e Engine, p Point) float64 {
 // reads beside the first run of the same point.
 func Table(w io.Writer, o Options, rs []Result) {
 	fmt.Fprintf(w, "fixed-timing engines: rate points TTFT %v ITL %v; stream points TTFT %v ITL %v\n\n", o.Open.TTFT, o.Open.ITL, o.Streams.TTFT, o.Streams.ITL)
-	fmt.Fprintf(w, "| point | procs client/engine | achieved req/s | TTFT p99 ms | ITL p50 ms | ITL p99 ms | dispatch lag p99 ms | reader lag p99 ms | engine late p99 ms | client CPU µs/req | engine CPU µs/req | client cores | engine cores | KB/stream | errors | accurate |\n")
-	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "| point | procs client/engine | achieved req/s | TTFT p99 ms | ITL p50 ms | ITL p99 ms | dispatch lag p99 ms | reader lag p99 ms | engine late p99 ms | client CPU µs/req | engine CPU µs/req | client cores | engine cores | steal %% | KB/stream | errors | accurate |\n")
+	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	best := map[string]string{}
 	for _, r := range rs {
 		kb := "-"
@@ -349,12 +391,16 @@ func Table(w io.Writer, o Options, rs []Result) {
 		if r.EngineLateP99ms >= 0 {
 			late = fmt.Sprintf("%.3f", r.EngineLateP99ms)
 		}
+		steal := "-"
+		if r.StealPct >= 0 {
+			steal = fmt.Sprintf("%.1f", r.StealPct)
+		}
 		acc := "yes"
 		if !r.Accurate {
 			acc = "no: " + r.Why
 		}
-		fmt.Fprintf(w, "| %s | %s/%s | %.0f | %.1f | %.2f | %.1f | %.3f | %.3f | %s | %.0f | %.0f | %.2f | %.2f | %s | %d | %s |\n",
-			r.Point, procs(r.ClientProcs), procs(r.ServerProcs), r.AchievedRPS, r.TTFTP99ms, r.ITLP50ms, r.ITLP99ms, r.DispatchLagP99ms, r.ReaderLagP99ms, late, r.ClientCPUus, r.ServerCPUus, r.ClientCores, r.ServerCores, kb, r.Errors, acc)
+		fmt.Fprintf(w, "| %s | %s/%s | %.0f | %.1f | %.2f | %.1f | %.3f | %.3f | %s | %.0f | %.0f | %.2f | %.2f | %s | %s | %d | %s |\n",
+			r.Point, procs(r.ClientProcs), procs(r.ServerProcs), r.AchievedRPS, r.TTFTP99ms, r.ITLP50ms, r.ITLP99ms, r.DispatchLagP99ms, r.ReaderLagP99ms, late, r.ClientCPUus, r.ServerCPUus, r.ClientCores, r.ServerCores, steal, kb, r.Errors, acc)
 		key := fmt.Sprintf("open × %d tok", r.Tokens)
 		if r.Rate == 0 {
 			key = fmt.Sprintf("streams × %d tok", r.Tokens)

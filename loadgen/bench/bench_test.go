@@ -33,6 +33,9 @@ func TestLadderAgainstFixedEngine(t *testing.T) {
 	}
 	for _, r := range rs {
 		itl := float64(o.engine(r.Point).ITL) / 1e6
+		if _, ok := stealTime(); ok && (r.StealPct < 0 || r.StealPct > 100) {
+			t.Errorf("%s: steal %.1f%% of the machine's CPU time", r.Point, r.StealPct)
+		}
 		if r.EngineLateP99ms < 0 || r.EngineLateP99ms > r.TTFTP99ms {
 			// The engine's lateness is in what the client measured from the schedule.
 			t.Errorf("%s: engine late p99 %.3f ms, TTFT p99 %.3f ms", r.Point, r.EngineLateP99ms, r.TTFTP99ms)
