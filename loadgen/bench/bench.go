@@ -379,8 +379,8 @@ func EngineLateBound(e Engine, p Point) float64 {
 // reads beside the first run of the same point.
 func Table(w io.Writer, o Options, rs []Result) {
 	fmt.Fprintf(w, "fixed-timing engines: rate points TTFT %v ITL %v; stream points TTFT %v ITL %v\n\n", o.Open.TTFT, o.Open.ITL, o.Streams.TTFT, o.Streams.ITL)
-	fmt.Fprintf(w, "| point | procs client/engine | achieved req/s | TTFT p99 ms | ITL p50 ms | ITL p99 ms | dispatch lag p99 ms | reader lag p99 ms | engine late p99 ms | client CPU µs/req | engine CPU µs/req | client cores | engine cores | steal %% | KB/stream | errors | accurate |\n")
-	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "| point | procs client/engine | achieved req/s | TTFT p99 ms | ITL p50 ms | ITL p99 ms | TPOT p50 ms | dispatch lag p99 ms | reader lag p99 ms | engine late p99 ms | client CPU µs/req | engine CPU µs/req | client cores | engine cores | steal %% | KB/stream | errors | accurate |\n")
+	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	best := map[string]string{}
 	for _, r := range rs {
 		kb := "-"
@@ -399,8 +399,8 @@ func Table(w io.Writer, o Options, rs []Result) {
 		if !r.Accurate {
 			acc = "no: " + r.Why
 		}
-		fmt.Fprintf(w, "| %s | %s/%s | %.0f | %.1f | %.2f | %.1f | %.3f | %.3f | %s | %.0f | %.0f | %.2f | %.2f | %s | %s | %d | %s |\n",
-			r.Point, procs(r.ClientProcs), procs(r.ServerProcs), r.AchievedRPS, r.TTFTP99ms, r.ITLP50ms, r.ITLP99ms, r.DispatchLagP99ms, r.ReaderLagP99ms, late, r.ClientCPUus, r.ServerCPUus, r.ClientCores, r.ServerCores, steal, kb, r.Errors, acc)
+		fmt.Fprintf(w, "| %s | %s/%s | %.0f | %.1f | %.2f | %.1f | %.2f | %.3f | %.3f | %s | %.0f | %.0f | %.2f | %.2f | %s | %s | %d | %s |\n",
+			r.Point, procs(r.ClientProcs), procs(r.ServerProcs), r.AchievedRPS, r.TTFTP99ms, r.ITLP50ms, r.ITLP99ms, r.TPOTP50ms, r.DispatchLagP99ms, r.ReaderLagP99ms, late, r.ClientCPUus, r.ServerCPUus, r.ClientCores, r.ServerCores, steal, kb, r.Errors, acc)
 		key := fmt.Sprintf("open × %d tok", r.Tokens)
 		if r.Rate == 0 {
 			key = fmt.Sprintf("streams × %d tok", r.Tokens)
