@@ -115,7 +115,8 @@ func (a *app) abJob(ctx context.Context, p abParams) (*gate.Result, []*result.Re
 			if side == 'B' {
 				f, wl, target, name = p.cand, w, p.candTarget, result.SideCandidate
 			}
-			rec, code := a.measureOnce(ctx, r, f, wl, target, p.outDir, measure.Trial{N: k + 1, Of: p.blocks}, fmt.Sprintf("engine.ab%d.%s.log", k+1, name))
+			rec, code := a.measureOnce(ctx, r, f, wl, target, p.outDir, measure.Trial{N: k + 1, Of: p.blocks,
+				Journal: filepath.Join(p.outDir, fmt.Sprintf("%s.ab%d.%s.journal.jsonl", w.Name, k+1, name))}, fmt.Sprintf("engine.ab%d.%s.log", k+1, name))
 			if rec == nil {
 				return nil, nil, code
 			}

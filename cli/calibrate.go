@@ -61,7 +61,8 @@ func (a *app) calibrate(ctx context.Context, f *workload.File, p runParams, runs
 	for _, w := range selected {
 		var recs []*result.Record
 		for i := 1; i <= runs; i++ {
-			rec, code := a.measureOnce(ctx, r, f, w, p.target, p.outDir, measure.Trial{N: i, Of: runs}, fmt.Sprintf("engine.c%d.log", i))
+			rec, code := a.measureOnce(ctx, r, f, w, p.target, p.outDir, measure.Trial{N: i, Of: runs,
+				Journal: filepath.Join(p.outDir, fmt.Sprintf("%s.c%d.journal.jsonl", w.Name, i))}, fmt.Sprintf("engine.c%d.log", i))
 			if rec != nil {
 				path := filepath.Join(p.outDir, fmt.Sprintf("%s.c%d.json", w.Name, i))
 				if err := result.Write(path, rec); err != nil {

@@ -36,8 +36,16 @@ func TestCalibrateStoresTheSpread(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errb)
 	}
 	for i := 1; i <= 3; i++ {
-		if _, err := result.Read(filepath.Join(dir, "small.c"+string(rune('0'+i))+".json")); err != nil {
+		rec, err := result.Read(filepath.Join(dir, "small.c"+string(rune('0'+i))+".json"))
+		if err != nil {
 			t.Errorf("calibration record %d: %v", i, err)
+			continue
+		}
+		// Each calibration run kept its requests in a journal as they finished, as run
+		// does: one line per request after the head, warm-up ones included.
+		j, err := os.ReadFile(filepath.Join(dir, "small.c"+string(rune('0'+i))+".journal.jsonl"))
+		if n := strings.Count(string(j), "\n"); err != nil || n != 1+len(rec.Requests)+rec.Warmup.Requests {
+			t.Errorf("calibration run %d: journal of %d lines (%v), want a head and %d requests", i, n, err, len(rec.Requests)+rec.Warmup.Requests)
 		}
 	}
 	store := gate.DirStore(filepath.Join(filepath.Dir(cfg), "baselines"))
