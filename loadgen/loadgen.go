@@ -280,14 +280,16 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	}
 	out.InFlight = ph.stop()
 	out.ReaderLag = sched.summary()
-	var spillErr error
-	if cfg.Spill != nil {
-		out.Measured, spillErr = r.unspill()
-	}
 
 	obsCancel()
 	if obsDone != nil {
 		<-obsDone
+	}
+	// Read back once the engine is no longer observed: a long run's journal takes a
+	// while to read, and that time is not the window's.
+	var spillErr error
+	if cfg.Spill != nil {
+		out.Measured, spillErr = r.unspill()
 	}
 
 	out.Interrupted = ctx.Err() != nil
