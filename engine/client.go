@@ -297,7 +297,6 @@ func connTrace(res *Result) *httptrace.ClientTrace {
 	}}
 }
 
-// fail ends res with a reason.
 // failStatus records a response other than 200 OK: "http_<status>", with the start of
 // its body (and where a redirect pointed) as the detail.
 func (c *Client) failStatus(res *Result, resp *http.Response) {
@@ -312,6 +311,7 @@ func (c *Client) failStatus(res *Result, resp *http.Response) {
 	c.fail(res, "http_"+strconv.Itoa(resp.StatusCode), detail)
 }
 
+// fail ends res with a reason.
 func (c *Client) fail(res *Result, reason, detail string) {
 	res.End = c.now()
 	res.ErrReason = reason
