@@ -43,10 +43,7 @@ func joinRuns(rs []*run) *run {
 // basePol holds the policy's resamples, confidence and seed; the rule gives the rest.
 func evalBlocks(rule workload.Rule, def metricDef, blocks []abBlock, basePol stats.Policy) MetricResult {
 	m := MetricResult{Metric: rule.Metric, Unit: def.unit, Tolerance: rule.Tolerance, Max: rule.Max, Min: rule.Min, Method: MethodBlocks}
-	dir := def.natural
-	if rule.Direction != "" {
-		dir, _ = parseDirection(rule.Direction) // checked by ruleDefs
-	}
+	dir := ruleDirection(rule, def)
 	m.Direction = dir.String()
 	m.Warnings = append(m.Warnings, def.notes...)
 	var sb []stats.Block

@@ -561,10 +561,7 @@ func evalRule(rule workload.Rule, def metricDef, base, cand []*run, cal *Calibra
 	m := MetricResult{Metric: rule.Metric, Unit: def.unit, Tolerance: rule.Tolerance, Max: rule.Max, Min: rule.Min, Method: MethodNone}
 	absolute := rule.Max != nil || rule.Min != nil
 	relative := rule.Direction != "" || rule.Tolerance > 0 || !absolute
-	dir := def.natural
-	if rule.Direction != "" {
-		dir, _ = parseDirection(rule.Direction) // checked by Evaluate
-	}
+	dir := ruleDirection(rule, def)
 	if relative {
 		m.Direction = dir.String()
 	}
@@ -782,4 +779,14 @@ func ruleDefs(cfg *workload.File) ([]workload.Rule, []metricDef, error) {
 		defs[i] = d
 	}
 	return rules, defs, nil
+}
+
+// ruleDirection is the direction rule judges def's metric in: the rule's own where it
+// gives one (ruleDefs has checked it), else the metric's natural one.
+func ruleDirection(rule workload.Rule, def metricDef) stats.Direction {
+	if rule.Direction == "" {
+		return def.natural
+	}
+	dir, _ := parseDirection(rule.Direction)
+	return dir
 }

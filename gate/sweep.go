@@ -58,10 +58,7 @@ func evalSweep(rule workload.Rule, def metricDef, s sweepSides) MetricResult {
 	m := MetricResult{Metric: rule.Metric, Unit: def.unit, Tolerance: rule.Tolerance, Max: rule.Max, Min: rule.Min, Method: MethodNone}
 	absolute := rule.Max != nil || rule.Min != nil
 	relative := rule.Direction != "" || rule.Tolerance > 0 || !absolute
-	dir := def.natural
-	if rule.Direction != "" {
-		dir, _ = parseDirection(rule.Direction) // checked by Evaluate
-	}
+	dir := ruleDirection(rule, def)
 	if relative {
 		m.Direction = dir.String()
 	}
