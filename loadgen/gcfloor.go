@@ -13,8 +13,8 @@ import (
 // client's live heap is a few MB, so at 1,000 req/s it collected every second or two, and
 // each cycle's mark phase took one of a 2-core machine's two Ps for 2 to 5 ms: the
 // requests due meanwhile could go out late. The ballast keeps the collector on, but makes
-// a cycle wait for GCFloor more bytes of garbage: one or two a minute at that rate
-// instead of dozens. The ballast is one pointer-free object: marking it costs nothing,
+// a cycle wait for GCFloor more bytes of garbage: at the 2 MB/s the client allocated at
+// that rate (GODEBUG=gctrace=1), about every half minute, and none in a 5-s point. The ballast is one pointer-free object: marking it costs nothing,
 // and its pages are never written, so the process's resident memory does not grow by it
 // (the kernel maps a page only when it is touched; TestGCFloorIsNotResident). It is kept
 // rather than dropped after each run because the runtime zeroes memory it reuses: a
