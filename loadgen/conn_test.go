@@ -118,7 +118,6 @@ func TestRunServerClosesAfterResponse(t *testing.T) {
 // An open loop dials ahead the requests it will have in flight (rate × the warm-up's
 // median duration, half again for bursts), at least 32, at most its requests.
 func TestOpenConns(t *testing.T) {
-	arrivals := func(rate float64, n int) []time.Duration { return constant(rate, n) }
 	// A cold start (the first), two of 0.3 s, and a failure that does not count.
 	warm := []result.Request{{SchedUS: 0, EndUS: 20_000_000}, {SchedUS: 0, EndUS: 300_000}, {SchedUS: 0, EndUS: 300_000}, {Error: "timeout", SchedUS: 0, EndUS: 60_000_000}}
 	for _, tc := range []struct {
@@ -127,10 +126,10 @@ func TestOpenConns(t *testing.T) {
 		warm     []result.Request
 		want     int
 	}{
-		{"1000 req/s of 0.3 s: 300 in flight, 450 dialed", arrivals(1000, 5000), warm, 451},
-		{"no warm-up: the floor", arrivals(1000, 5000), nil, 32},
-		{"few requests: no more than there are", arrivals(1000, 20), warm, 20},
-		{"slow rate: the floor", arrivals(10, 100), warm, 32},
+		{"1000 req/s of 0.3 s: 300 in flight, 450 dialed", constant(1000, 5000), warm, 451},
+		{"no warm-up: the floor", constant(1000, 5000), nil, 32},
+		{"few requests: no more than there are", constant(1000, 20), warm, 20},
+		{"slow rate: the floor", constant(10, 100), warm, 32},
 	} {
 		if got := openConns(tc.arrivals, tc.warm); got < tc.want-2 || got > tc.want+2 {
 			t.Errorf("%s: %d connections, want about %d", tc.name, got, tc.want)
