@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -79,33 +80,23 @@ func validate(t *testing.T, schemas map[string]*jsonschema.Schema, name string, 
 }
 
 // TestRepositoryFiles validates every slogate file committed in the repository: the
-// golden records and sweeps, and the baselines.
+// golden records and sweeps, and the baselines. Committed, not merely present: what
+// `slogate demo` or `run` wrote into the checkout (slogate-out/, ignored by git) is the
+// tool's output, checked by TestProducedFiles, and once the README's first command has
+// run it holds files of schemas this directory does not describe.
 func TestRepositoryFiles(t *testing.T) {
 	schemas := compile(t)
 	seen := map[string]int{}
-	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules") {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".json") || strings.HasPrefix(path, filepath.Join("..", "schemas")) {
-			return nil
-		}
+	for _, path := range committedJSON(t) {
 		data, err := os.ReadFile(path)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
 		if validate(t, schemas, path, data) {
 			var probe struct{ Schema string }
 			_ = json.Unmarshal(data, &probe)
 			seen[probe.Schema]++
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	// The repository holds at least a golden record, a golden sweep and a baseline.
 	for _, id := range []string{"slogate.run/v1", "slogate.sweep/v1", "slogate.baseline/v1"} {
@@ -114,6 +105,41 @@ func TestRepositoryFiles(t *testing.T) {
 		}
 	}
 	t.Logf("validated %v", seen)
+}
+
+// committedJSON lists the repository's committed .json files outside schemas/, as paths
+// from this directory. Without git (a source archive), every .json file in the tree is
+// taken, .git and node_modules aside.
+func committedJSON(t *testing.T) []string {
+	t.Helper()
+	keep := func(p string) bool {
+		return strings.HasSuffix(p, ".json") && !strings.HasPrefix(p, filepath.Join("..", "schemas")+string(filepath.Separator))
+	}
+	var paths []string
+	if out, err := exec.Command("git", "-C", "..", "ls-files", "-z").Output(); err == nil {
+		for _, f := range strings.Split(string(out), "\x00") {
+			if p := filepath.Join("..", filepath.FromSlash(f)); f != "" && keep(p) {
+				paths = append(paths, p)
+			}
+		}
+		return paths
+	}
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && keep(path) {
+			paths = append(paths, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return paths
 }
 
 // TestProducedFiles validates what the tool writes: a native record, its baseline, a
