@@ -457,6 +457,7 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, contentType str
 		}
 		if ck.usage && (ck.prompt != 0 || ck.completion != 0) {
 			res.PromptTokens, res.OutputTokens, res.UsageReported = ck.prompt, ck.completion, true
+			res.CachedTokens, res.CachedReported = ck.cached, ck.cachedOK
 		}
 	}
 	if !res.UsageReported {

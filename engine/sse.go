@@ -34,6 +34,11 @@ type chunkInfo struct {
 	usage  bool // a usage object was present (Ollama sends all-zero ones)
 	// prompt and completion are usage.prompt_tokens and usage.completion_tokens.
 	prompt, completion int
+	// cached is usage.prompt_tokens_details.cached_tokens, the prompt tokens the engine
+	// took from its prefix cache when it first scheduled the request (vLLM with
+	// --enable-prompt-tokens-details, the OpenAI API); cachedOK says it was a number.
+	cached   int
+	cachedOK bool
 	// text is the raw (still escaped) generated text of choices[0]: its text member, else
 	// delta.content; nil when neither is a non-empty string. It aliases the payload.
 	text []byte
@@ -76,7 +81,7 @@ func parseChunk(p []byte, c *chunkInfo) error {
 					return errSyntax
 				}
 			case "usage":
-				c.usage, c.prompt, c.completion = false, 0, 0
+				c.usage, c.prompt, c.completion, c.cached, c.cachedOK = false, 0, 0, 0, false
 				if !s.usage(c) {
 					return errSyntax
 				}
@@ -541,10 +546,55 @@ func (s *scanner) usage(c *chunkInfo) bool {
 			if c.completion, ok = s.count(); !ok {
 				return false
 			}
+		case "prompt_tokens_details":
+			c.cached, c.cachedOK = 0, false
+			if !s.details(c) {
+				return false
+			}
 		default:
 			if !s.skip() {
 				return false
 			}
+		}
+		s.ws()
+		if s.eat(',') {
+			continue
+		}
+		return s.eat('}')
+	}
+}
+
+// details reads usage.prompt_tokens_details (an object; anything else reads as absent)
+// for its cached_tokens.
+func (s *scanner) details(c *chunkInfo) bool {
+	if s.peek() != '{' {
+		return s.skip()
+	}
+	s.i++
+	s.ws()
+	if s.eat('}') {
+		return true
+	}
+	for {
+		s.ws()
+		key, ok := s.key()
+		if !ok {
+			return false
+		}
+		s.ws()
+		if !s.eat(':') {
+			return false
+		}
+		s.ws()
+		if string(key) == "cached_tokens" {
+			p := s.peek()
+			isNum := p == '-' || (p >= '0' && p <= '9')
+			if c.cached, ok = s.count(); !ok {
+				return false
+			}
+			c.cachedOK = isNum
+		} else if !s.skip() {
+			return false
 		}
 		s.ws()
 		if s.eat(',') {

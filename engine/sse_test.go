@@ -184,6 +184,11 @@ func refChunk(p []byte) (chunkInfo, string, bool) {
 			return int(min(f, maxCount))
 		}
 		c.prompt, c.completion = num(u["prompt_tokens"]), num(u["completion_tokens"])
+		if d, ok := u["prompt_tokens_details"].(map[string]any); ok {
+			if _, isNum := d["cached_tokens"].(float64); isNum {
+				c.cached, c.cachedOK = num(d["cached_tokens"]), true
+			}
+		}
 	}
 	if top["error"] != nil || top["object"] == "error" {
 		c.errVal = []byte{}
@@ -210,6 +215,8 @@ func FuzzParseChunk(f *testing.F) {
 	}
 	f.Add([]byte(`{"choices":[{"text":"\"text\":\"x\"","finish_reason":"st\\op"}],"error":null}`))
 	f.Add([]byte(`{"ch\u006fices":[{"delta":{"tool_calls":[{}],"content":""}}],"usage":{"prompt_tokens":1e3}}`))
+	f.Add([]byte(`{"choices":[],"usage":{"prompt_tokens":40,"prompt_tokens_details":{"cached_tokens":32,"cached_tokens":"x"},"completion_tokens":3}}`))
+	f.Add([]byte(`{"choices":[],"usage":{"prompt_tokens_details":null,"prompt_tokens":4}}`))
 	f.Fuzz(func(t *testing.T, p []byte) {
 		var c chunkInfo
 		err := parseChunk(p, &c)
@@ -230,6 +237,7 @@ func FuzzParseChunk(f *testing.F) {
 		}
 		if c.content != want.content || (c.finish != nil) != (want.finish != nil) || gotFinish != wantFinish ||
 			c.usage != want.usage || c.prompt != want.prompt || c.completion != want.completion ||
+			c.cached != want.cached || c.cachedOK != want.cachedOK ||
 			(c.errVal != nil) != (want.errVal != nil) {
 			t.Fatalf("scanner %+v finish %q, encoding/json %+v finish %q\n%s", c, gotFinish, want, wantFinish, p)
 		}

@@ -86,6 +86,12 @@ type Result struct {
 	// A stream that passes it is cut with ErrOverrun.
 	ChunkLimit    int
 	PromptTokens  int // from usage; 0 when not reported
+	// CachedTokens is usage.prompt_tokens_details.cached_tokens where the server sent it
+	// (CachedReported): the prompt tokens its prefix cache served when it first scheduled
+	// the request. vLLM sets it once, at the first scheduling, so a re-admission after
+	// preemption does not change it.
+	CachedTokens   int
+	CachedReported bool
 	OutputTokens  int // from usage; else the chunk count (UsageReported false)
 	UsageReported bool
 	// UsageFlag says why the server's usage could not be right, "" when it could (see

@@ -44,5 +44,9 @@ func checkUsage(req *Request, res *Result) {
 		why = append(why, fmt.Sprintf("prompt_tokens %d for a prompt of %d bytes: recorded as 0 (unknown)", res.PromptTokens, n))
 		res.PromptTokens = 0
 	}
+	if res.CachedReported && res.CachedTokens > res.PromptTokens {
+		why = append(why, fmt.Sprintf("cached_tokens %d > prompt_tokens %d: not recorded", res.CachedTokens, res.PromptTokens))
+		res.CachedTokens, res.CachedReported = 0, false
+	}
 	res.UsageFlag = strings.Join(why, "; ")
 }

@@ -163,6 +163,10 @@ func (r *runner) doWith(ph *phase, i int, item workload.Item, sched time.Duratio
 		Error:        res.ErrReason,
 		ErrorDetail:  res.ErrDetail,
 	}
+	if res.CachedReported {
+		c := res.CachedTokens
+		out.CachedTokens = &c
+	}
 	if len(res.Gaps) > 0 {
 		itl := make([]int64, len(res.Gaps))
 		for k, g := range res.Gaps {

@@ -146,3 +146,76 @@ func TestSharedPrefixHits(t *testing.T) {
 		t.Errorf("shared run: mode %q, unfit %q", rec.PrefixCache.Mode, gate.Unfit(rec))
 	}
 }
+
+// A fresh engine under KV pressure: sequences preempted and re-admitted find their own
+// blocks still cached, and the simulator, like vLLM before 0.11, counts those lookups
+// in its prefix-cache counters. Those hits are the run's own; the cold run must not be
+// refused for them, whether the engine reports each request's cached tokens or not.
+// Before the hits were attributed, this run was refused as warm (about 10% hit).
+func TestColdUnderKVPressureIsNotWarm(t *testing.T) {
+	const src = `version: 1
+target: {api: completions, engine: auto}
+model: {name: sim-tiny}
+workloads:
+  - name: p
+    seed: 7
+    requests: 90
+    warmup: {requests: 2}
+    arrival: {process: poisson, rate: 15}
+    prompt_tokens: {dist: lognormal, p50: 100, p95: 300, max: 500}
+    output_tokens: {dist: lognormal, p50: 100, p95: 250, max: 400}
+    prefix_cache: cold
+    max_dispatch_lag: 1s
+    timeout: 60s
+`
+	for _, details := range []bool{true, false} {
+		name := map[bool]string{true: "per-request cached tokens", false: "counters only"}[details]
+		t.Run(name, func(t *testing.T) {
+			simURL := startSim(t, sim.Options{Seed: 1, NoPromptTokensDetails: !details})
+			rec := runOnce(t, testRunner(nil), src, simURL)
+			pc := rec.Summary.PrefixCache
+			if rec.Summary.Preemptions == nil || *rec.Summary.Preemptions == 0 {
+				t.Fatalf("no preemption: the tiny profile's 64 blocks were meant to be short (preemptions %v)", rec.Summary.Preemptions)
+			}
+			t.Logf("%.0f preemptions, %.0f of %.0f prompt tokens hit; own %+v, foreign %v", *rec.Summary.Preemptions, pc.Hits, pc.Queries, pc.Own, pc.Foreign)
+			if pc.Hits == 0 || pc.Own == nil || pc.Foreign == nil || pc.ForeignRate == nil {
+				t.Fatalf("hits %.0f, own %+v, foreign %v: want re-admission hits, attributed", pc.Hits, pc.Own, pc.Foreign)
+			}
+			wantMethod := map[bool]string{true: result.OwnPerRequest, false: result.OwnBound}[details]
+			if pc.Own.Method != wantMethod || pc.Own.Readmitted != pc.Hits || *pc.Foreign != 0 {
+				t.Errorf("own %+v, foreign %v: want every hit a re-admission, told apart %s", pc.Own, *pc.Foreign, wantMethod)
+			}
+			if details {
+				for _, q := range rec.Requests {
+					if q.CachedTokens == nil || *q.CachedTokens != 0 {
+						t.Fatalf("request %d: cached tokens %v at its first scheduling, want 0 (every prompt is unique)", q.I, q.CachedTokens)
+					}
+				}
+			}
+			if why := gate.Unfit(rec); why != "" {
+				t.Errorf("cold run refused: %s", why)
+			}
+			if _, err := gate.FromRecords([]*result.Record{rec}, time.Now()); err != nil {
+				t.Errorf("no baseline from an honest cold run: %v", err)
+			}
+		})
+	}
+}
+
+// A warm cache is still refused when the hits are attributed: its hits come at the first
+// scheduling (per-request counts) or, without those, beyond anything preemption or
+// declared history explains.
+func TestWarmRerunRefusedWithAttribution(t *testing.T) {
+	for _, details := range []bool{true, false} {
+		simURL := startSim(t, sim.Options{Seed: 1, Faults: sim.Faults{KVBlocks: 1024}, NoPromptTokensDetails: !details})
+		same := testRunner(func() string { return "fixed" })
+		runOnce(t, same, prefixConfig("cold"), simURL)
+		warm := runOnce(t, same, prefixConfig("cold"), simURL)
+		pc := warm.Summary.PrefixCache
+		why := gate.Unfit(warm)
+		t.Logf("details %v: own %+v foreign %v: %s", details, pc.Own, pc.Foreign, why)
+		if pc.Foreign == nil || *pc.Foreign < 0.5*pc.Hits || !strings.Contains(why, "that its own requests did not compute") {
+			t.Errorf("details %v: warm rerun with foreign %v of %.0f hits, unfit %q: want most hits foreign and the run refused", details, pc.Foreign, pc.Hits, why)
+		}
+	}
+}

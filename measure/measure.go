@@ -622,6 +622,7 @@ func (r *Runner) run(ctx context.Context, f *workload.File, w *workload.Workload
 	}
 	KVConcurrency(rec, f, t)
 	rec.Summary.LittleLaw = LittleLaw(rec)
+	result.AttributePrefixHits(rec)
 	scrapedElsewhere := tr.ShardN > 0 && tr.ShardI != ScrapingShard
 	if rec.PrefixCache.Mode == result.PrefixCold && rec.Summary.PrefixCache == nil && !scrapedElsewhere {
 		rec.Notes = append(rec.Notes, "prefix-cache hits not measured: the engine reports no prefix-cache figures, so nothing shows whether this cold run met a warm cache")
@@ -658,8 +659,13 @@ func Merge(recs ...*result.Record) (*result.Record, error) {
 			pc := *r.Summary.PrefixCache
 			m.Summary.PrefixCache = &pc
 			m.Summary.PrefixCacheHitRate = r.Summary.PrefixCacheHitRate
+			if m.Summary.Preemptions == nil && r.Summary.Preemptions != nil {
+				p := *r.Summary.Preemptions
+				m.Summary.Preemptions = &p
+			}
 		}
 	}
+	result.AttributePrefixHits(m)
 	return m, nil
 }
 

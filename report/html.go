@@ -323,7 +323,7 @@ func figureRows(rs []run) []row {
 			if r.PrefixCache != nil {
 				mode = " (" + r.PrefixCache.Mode + ")"
 			}
-			return percent(pc.HitRate) + mode + ", " + pc.Source
+			return percent(pc.HitRate) + mode + ", " + pc.Source + prefixSplit(pc)
 		}))
 	}
 	if slices.ContainsFunc(rs, func(x run) bool { return x.rec.Priming != nil }) {

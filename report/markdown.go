@@ -312,7 +312,7 @@ func recordDetails(b *strings.Builder, r *result.Record, w gate.WorkloadResult) 
 			p.Requests, p.PromptTokens, num(p.DurationS), p.Concurrency, mdErrors(p.Errors))
 	}
 	if pc := s.PrefixCache; pc != nil {
-		fmt.Fprintf(b, "- Prefix cache over the window: %s hit (%s)\n", pctStr(pc.HitRate), esc(pc.Source))
+		fmt.Fprintf(b, "- Prefix cache over the window: %s hit (%s)%s\n", pctStr(pc.HitRate), esc(pc.Source), esc(prefixSplit(pc)))
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(b, "- Note: %s\n", esc(n))

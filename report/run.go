@@ -75,7 +75,7 @@ func RunTable(w io.Writer, rec *result.Record, path string) {
 			p.Requests, p.PromptTokens, num(p.DurationS), p.Concurrency, errorList(p.Errors))
 	}
 	if pc := s.PrefixCache; pc != nil {
-		fmt.Fprintf(w, "prefix cache over the window: %s hit (%s)\n", pctStr(pc.HitRate), pc.Source)
+		fmt.Fprintf(w, "prefix cache over the window: %s hit (%s)%s\n", pctStr(pc.HitRate), pc.Source, prefixSplit(pc))
 	}
 	terminalBreakdowns(w, s)
 	if rec.Incomplete {
@@ -130,4 +130,14 @@ func boundText(ms float64) string {
 		return "none"
 	}
 	return num(ms)
+}
+
+// prefixSplit says how a cold run's prefix-cache hits divide between the run's own and
+// those from before the window (result.AttributePrefixHits); "" when they were not split.
+func prefixSplit(pc *result.PrefixCacheStats) string {
+	if pc.Own == nil || pc.Foreign == nil || pc.ForeignRate == nil {
+		return ""
+	}
+	return fmt.Sprintf("; the run's own %.0f tokens (%.0f re-admitted after preemption, %.0f declared shared history; %s), not the run's own %.0f tokens (%s of the prompts, the figure a cold run is judged by)",
+		pc.Own.Hits, pc.Own.Readmitted, pc.Own.Declared, pc.Own.Method, *pc.Foreign, pctStr(*pc.ForeignRate))
 }

@@ -160,6 +160,10 @@ type Request struct {
 	PromptTokens  int   `json:"prompt_tokens"`
 	OutputTokens  int   `json:"output_tokens"`
 	NoUsage       bool  `json:"no_usage,omitempty"` // OutputTokens is the chunk count
+	// CachedTokens is the prompt tokens the engine's prefix cache served when it first
+	// scheduled the request (usage.prompt_tokens_details.cached_tokens); nil when the
+	// engine did not say. A re-admission after preemption does not change it.
+	CachedTokens *int `json:"cached_tokens,omitempty"`
 	// UsageFlag says why the server's usage was not believed ("" when it was): an output
 	// count above max_tokens + slack or below the content chunks (OutputTokens is then
 	// the chunk count), or an impossible prompt count (PromptTokens is then 0).
@@ -345,6 +349,31 @@ type PrefixCacheStats struct {
 	Hits    float64 `json:"hits,omitempty"`
 	HitRate float64 `json:"hit_rate"` // hits / queries, 0..1
 	Source  string  `json:"source"`
+	// Own is the part of Hits that the run's own requests computed inside the window,
+	// and Foreign the rest: what a cache warm from before the window could have given,
+	// the only part a cold run is judged by (AttributePrefixHits). Nil when the hits
+	// were not attributed (no token counts, or not a cold run).
+	Own     *OwnHits `json:"own,omitempty"`
+	Foreign *float64 `json:"foreign_hits,omitempty"`
+	// ForeignRate is Foreign over the prompt tokens the measured requests first queried
+	// (their prompt tokens; the engine's queries where those are unknown).
+	ForeignRate *float64 `json:"foreign_rate,omitempty"`
+}
+
+// OwnHits are prefix-cache hits on KV blocks the run itself computed.
+type OwnHits struct {
+	Hits float64 `json:"hits"` // Readmitted + Declared
+	// Readmitted: hits of sequences re-admitted after preemption on their own blocks,
+	// which vLLM before 0.11 (pull request 25787) counts in its prefix-cache counters.
+	Readmitted float64 `json:"readmitted"`
+	// Declared: hits a request's first admission took from prompt blocks the workload
+	// declares shared with an earlier request of the run (a session's history).
+	Declared float64 `json:"declared"`
+	// Method says how the hits were split: "per-request" from each request's
+	// cached_tokens at its first scheduling; "bound" from the preemptions and the
+	// declared history alone, taking as own the most they could explain (the engine
+	// gave no per-request counts: vLLM's --enable-prompt-tokens-details gives them).
+	Method string `json:"method"`
 }
 
 // WarmCold says why a cold run cannot be judged because the engine's prefix cache served
@@ -355,24 +384,39 @@ func (r *Record) WarmCold() string {
 		return ""
 	}
 	pc := r.Summary.PrefixCache
-	if !(pc.HitRate > ColdHitRateMax) {
+	// A cold run is judged by the hits its own requests did not compute, where they were
+	// told apart (AttributePrefixHits); else by all of them.
+	rate, hits, queries := pc.HitRate, pc.Hits, pc.Queries
+	attributed := pc.Own != nil && pc.Foreign != nil && pc.ForeignRate != nil
+	if attributed {
+		rate, hits = *pc.ForeignRate, *pc.Foreign
+		if rate > 0 {
+			queries = hits / rate
+		}
+	}
+	if !(rate > ColdHitRateMax) {
 		return ""
 	}
-	if k := r.Summary.KVConcurrency; k != nil && k.BlockSize == 1 && pc.Queries > 0 {
+	if k := r.Summary.KVConcurrency; k != nil && k.BlockSize == 1 && queries > 0 {
 		// A cache of single tokens (llama.cpp) reuses what every prompt opens with,
 		// however unique the rest: the BOS token, the salt's bracket and now and then its
 		// first hex digit. That much per request is not a warm cache.
-		allowed := ColdHitRateMax*pc.Queries + ColdOpeningTokens*float64(r.Summary.Requests)
-		if pc.Hits <= allowed {
+		allowed := ColdHitRateMax*queries + ColdOpeningTokens*float64(r.Summary.Requests)
+		if hits <= allowed {
 			return ""
 		}
 	}
-	what := fmt.Sprintf("%.1f%%", 100*pc.HitRate)
-	if pc.Queries > 0 {
-		what += fmt.Sprintf(" (%.0f of %.0f prompt tokens)", pc.Hits, pc.Queries)
+	what := fmt.Sprintf("%.1f%%", 100*rate)
+	if queries > 0 {
+		what += fmt.Sprintf(" (%.0f of %.0f prompt tokens)", hits, queries)
 	}
-	return fmt.Sprintf("a cold run found %s in the engine's prefix cache (%s), above the %.0f%% a cold run allows: it measured a warm cache; reset the cache before the run (prefix_cache: {mode: cold, reset: true}) or restart the engine",
-		what, pc.Source, 100*ColdHitRateMax)
+	what += fmt.Sprintf(" in the engine's prefix cache (%s)", pc.Source)
+	if attributed {
+		what += fmt.Sprintf(" that its own requests did not compute (of %.0f hits, %.0f were re-admissions after preemption and %.0f declared shared history, told apart %s)",
+			pc.Hits, pc.Own.Readmitted, pc.Own.Declared, ownMethodText[pc.Own.Method])
+	}
+	return fmt.Sprintf("a cold run found %s, above the %.0f%% a cold run allows: it measured a warm cache; reset the cache before the run (prefix_cache: {mode: cold, reset: true}) or restart the engine",
+		what, 100*ColdHitRateMax)
 }
 
 // TokensPerChunk describes chunks that carried more than one token.

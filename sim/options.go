@@ -21,6 +21,10 @@ type Options struct {
 	Faults  Faults
 	// NoPrefixCaching turns the prefix cache off (vLLM's --no-enable-prefix-caching).
 	NoPrefixCaching bool
+	// NoPromptTokensDetails leaves usage.prompt_tokens_details out of responses: the
+	// prompt tokens the prefix cache served at a request's first scheduling, which vLLM
+	// reports only when started with --enable-prompt-tokens-details.
+	NoPromptTokensDetails bool
 	// TokensPerChunk makes each streamed chunk carry this many tokens (the last one of a
 	// stream fewer), as speculative decoding does; 0 or 1: one token per chunk when the
 	// client keeps up.
@@ -124,6 +128,7 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.Model, "model", o.Model, "served model name (default: the profile's model)")
 	fs.StringVar(&o.Version, "version", o.Version, "version string reported by /version (default "+DefaultVersion+")")
 	fs.BoolVar(&o.NoPrefixCaching, "no-enable-prefix-caching", o.NoPrefixCaching, "turn the prefix cache off (as vLLM's flag of that name)")
+	fs.BoolVar(&o.NoPromptTokensDetails, "no-prompt-tokens-details", o.NoPromptTokensDetails, "leave usage.prompt_tokens_details (cached tokens at a request's first scheduling) out of responses, as vLLM without --enable-prompt-tokens-details")
 	fs.IntVar(&o.TokensPerChunk, "tokens-per-chunk", o.TokensPerChunk, "tokens in each streamed chunk, as speculative decoding sends them (0 or 1: one per chunk)")
 	fs.Var(rateFlag{&o.Faults.ErrorRate}, "error-rate", "`fraction` of requests answered HTTP 500")
 	fs.Var(rateFlag{&o.Faults.DisconnectRate}, "disconnect-rate", "`fraction` of streams cut mid-stream without [DONE]")

@@ -69,19 +69,26 @@ type seq struct {
 	aborted   bool
 	last      bool // its final token is in the current step's emission
 
+	// firstHits is the prompt tokens taken from the prefix cache at the first admission
+	// (vLLM's num_cached_tokens: a re-admission after preemption leaves it as it was);
+	// -1 until then. Written by the loop, read by the handler once the stream finished.
+	firstHits atomic.Int64
+
 	hashes  []uint64  // chained hashes of the prompt's full blocks (prefixcache.go)
 	cached  []*cblock // blocks held through the prefix cache (part of blocks)
 	nextReg int       // next prompt block to register once computed
 }
 
 func newSeq(prompt, stopAt int, stopFin int32) *seq {
-	return &seq{
+	s := &seq{
 		stream:  stream{notify: make(chan struct{}, 1)},
 		prompt:  prompt,
 		stopAt:  stopAt,
 		stopFin: stopFin,
 		ctx:     prompt,
 	}
+	s.firstHits.Store(-1)
+	return s
 }
 
 // deque is the waiting queue: FCFS at the back, preempted sequences at the front.
@@ -542,6 +549,9 @@ func (e *scheduler) plan() (decodes, prefill int) {
 		h.computed = len(hit) * B
 		e.st.PrefixQueries += int64(h.ctx)
 		e.st.PrefixHits += int64(len(hit) * B)
+		if h.firstHits.Load() < 0 {
+			h.firstHits.Store(int64(len(hit) * B))
+		}
 		e.running = append(e.running, h)
 		n := min(h.ctx-h.computed, budget)
 		h.sched = n

@@ -402,6 +402,17 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	}
 }
 
+// cachedTokens is usage.prompt_tokens_details.cached_tokens, as vLLM with
+// --enable-prompt-tokens-details reports it: the prompt tokens the prefix cache served at
+// the request's first scheduling.
+func (c *call) cachedTokens() (int, bool) {
+	k := c.q.firstHits.Load()
+	if c.s.o.NoPromptTokensDetails || k < 0 {
+		return 0, false
+	}
+	return int(k), true
+}
+
 // call is one generation request in flight on its connection.
 type call struct {
 	s     *Server
@@ -513,7 +524,11 @@ func (c *call) stream() {
 		if fin != finNone {
 			if c.usage {
 				c.buf = append(c.buf, c.head...)
-				c.buf = fmt.Appendf(c.buf, `[],"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d}}`+"\n\n", c.prompt, c.prompt+c.written, c.written)
+				c.buf = fmt.Appendf(c.buf, `[],"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d`, c.prompt, c.prompt+c.written, c.written)
+				if k, ok := c.cachedTokens(); ok {
+					c.buf = fmt.Appendf(c.buf, `,"prompt_tokens_details":{"cached_tokens":%d}`, k)
+				}
+				c.buf = append(c.buf, "}}\n\n"...)
 			}
 			c.buf = append(c.buf, "data: [DONE]\n\n"...)
 			c.flush(rc)
@@ -608,7 +623,10 @@ func (c *call) unary() {
 	}
 	text := string(appendTokens(nil, int(c.idx), 0, c.written))
 	finish := string(appendFinish(nil, fin))
-	usage := map[string]int{"prompt_tokens": c.prompt, "completion_tokens": c.written, "total_tokens": c.prompt + c.written}
+	usage := map[string]any{"prompt_tokens": c.prompt, "completion_tokens": c.written, "total_tokens": c.prompt + c.written}
+	if k, ok := c.cachedTokens(); ok {
+		usage["prompt_tokens_details"] = map[string]int{"cached_tokens": k}
+	}
 	var choice map[string]any
 	object := "text_completion"
 	if c.chat {
