@@ -126,16 +126,27 @@ func (p *sweepParams) check() string {
 // sweep runs the search, writing every step's record as it completes, and returns the
 // sweep record and the exit code.
 func (a *app) sweep(ctx context.Context, f *workload.File, w *workload.Workload, t *measure.Target, p sweepParams) (*result.Sweep, int) {
-	save := func(k int, rec *result.Record, st result.SweepStep) (string, error) {
+	save := func(k, run int, rec *result.Record, st result.SweepStep) (string, error) {
 		// Steps go to a subdirectory: they are runs of another workload (another rate),
 		// which a gate over DIR must not read as trials of this one.
-		path := filepath.Join(p.outDir, w.Name+".sweep", fmt.Sprintf("step%d.json", k))
+		name := fmt.Sprintf("step%d.json", k)
+		if run > 1 {
+			name = fmt.Sprintf("step%d.run%d.json", k, run)
+		}
+		path := filepath.Join(p.outDir, w.Name+".sweep", name)
 		if err := result.Write(path, rec); err != nil {
 			a.errorf("writing %s: %v", path, err)
 			return "", err
 		}
-		line := fmt.Sprintf("sweep step %d (%s) %s req/s: %s, attainment %.2f%%, TTFT p99 %.1f ms, dispatch lag p99 %.3f ms",
-			k, st.Phase, fmtRate(st.RateRPS), st.Verdict, 100*st.SLOAttainment, st.TTFTP99ms, st.DispatchLagP99ms)
+		step := fmt.Sprintf("%d", k)
+		if run > 1 {
+			step += fmt.Sprintf(" run %d", run)
+		}
+		line := fmt.Sprintf("sweep step %s (%s) %s req/s: %s, %d requests, attainment %.2f%%, TTFT p99 %.1f ms, dispatch lag p99 %.3f ms",
+			step, st.Phase, fmtRate(st.RateRPS), st.Verdict, st.Requests, 100*st.SLOAttainment, st.TTFTP99ms, st.DispatchLagP99ms)
+		if st.Undecided && st.Verdict == result.StepFail && run < result.MaxStepRuns {
+			line += "; undecided, running the step again"
+		}
 		if st.Reason != "" {
 			line += " (" + st.Reason + ")"
 		}

@@ -460,6 +460,7 @@ func (r *Runner) run(ctx context.Context, f *workload.File, w *workload.Workload
 	}
 	rec.ClassSLO = classSLO(w)
 	rec.SLOAttainmentTarget = w.SLO.Attainment
+	rec.SLOAttainmentDeclared = w.SLO.AttainmentSet
 
 	gen, err := workload.NewGenerator(w)
 	if err != nil {

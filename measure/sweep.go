@@ -76,9 +76,10 @@ func SweepHash(f *workload.File, w *workload.Workload, sw *result.Sweep) string 
 	return workload.Hash(f, StepWorkload(w, 0, p, false))
 }
 
-// SweepStepDone is told of each step's record as it completes; it returns where the
-// record was kept ("" and an error when it could not be).
-type SweepStepDone func(step int, rec *result.Record, st result.SweepStep) (path string, err error)
+// SweepStepDone is told of each run of a step as it completes (run 1, then the runs that
+// extend an undecided step, result.MaxStepRuns); it returns where the record was kept (""
+// and an error when it could not be). st is the step as judged so far.
+type SweepStepDone func(step, run int, rec *result.Record, st result.SweepStep) (path string, err error)
 
 // Sweep searches for the highest rate at which w meets its SLO against t. Every step's
 // record goes to done as it completes, before the next step starts.
@@ -95,7 +96,8 @@ func (r *Runner) Sweep(ctx context.Context, f *workload.File, w *workload.Worklo
 		ToolVersion:         r.ToolVersion,
 		Hardware:            t.Hardware,
 		Environment:         t.Flat,
-		SLOAttainmentTarget: w.SLO.Attainment,
+		SLOAttainmentTarget:   w.SLO.Attainment,
+		SLOAttainmentDeclared: w.SLO.AttainmentSet,
 		Params: result.SweepParams{
 			MinRPS: p.MinRate, MaxRPS: p.MaxRate, Factor: SweepFactor, Process: StepProcess(w),
 			Precision: p.Precision, StepRequests: p.StepRequests, StepDurationS: p.StepDuration.Seconds(),
@@ -111,22 +113,43 @@ func (r *Runner) Sweep(ctx context.Context, f *workload.File, w *workload.Worklo
 		sw.Notes = append(sw.Notes, "the workload's rate profile is not used: each step holds one rate")
 	}
 
+	// A step that fails its SLO by the point estimate while its interval still holds the
+	// threshold is run again at the same rate, and its runs pooled, up to
+	// result.MaxStepRuns runs; then the point estimate decides.
 	probe := func(k int, phase string, rate float64) result.SweepStep {
-		rec := r.Run(ctx, f, StepWorkload(w, rate, p, k == 1), t, Trial{})
-		rec.Notes = append(rec.Notes, fmt.Sprintf("sweep step %d (%s) at %s req/s", k, phase, strconv.FormatFloat(rate, 'g', -1, 64)))
-		if sw.Engine == nil {
-			sw.Engine = rec.Engine
-		}
-		st := result.StepOf(rec, rate)
-		st.Step, st.Phase = k, phase
-		path, err := done(k, rec, st)
-		if err != nil {
-			st.Verdict, st.Reason = result.StepFailed, "record not written: "+err.Error()
-			return st
-		}
-		st.Record = path
-		if ctx.Err() != nil && st.Verdict != result.StepFailed {
-			st.Verdict, st.Reason = result.StepFailed, "interrupted"
+		var recs []*result.Record
+		var paths []string
+		var st result.SweepStep
+		for run := 1; run <= result.MaxStepRuns; run++ {
+			rec := r.Run(ctx, f, StepWorkload(w, rate, p, k == 1 && run == 1), t, Trial{})
+			note := fmt.Sprintf("sweep step %d (%s) at %s req/s", k, phase, strconv.FormatFloat(rate, 'g', -1, 64))
+			if run > 1 {
+				note += fmt.Sprintf(", run %d: the step's verdict was undecided after %d runs", run, run-1)
+			}
+			rec.Notes = append(rec.Notes, note)
+			if sw.Engine == nil {
+				sw.Engine = rec.Engine
+			}
+			recs = append(recs, rec)
+			st = result.StepOfRuns(recs, rate)
+			st.Step, st.Phase = k, phase
+			path, err := done(k, run, rec, st)
+			if err != nil {
+				st.Verdict, st.Reason = result.StepFailed, "record not written: "+err.Error()
+				return st
+			}
+			paths = append(paths, path)
+			st.Record, st.MoreRecords = paths[0], paths[1:]
+			if ctx.Err() != nil && st.Verdict != result.StepFailed {
+				st.Verdict, st.Reason = result.StepFailed, "interrupted"
+				return st
+			}
+			// Only a fail the interval cannot confirm is run again: a short step at a low
+			// rate must not lose the capacity to one slow request. A pass by the point
+			// estimate stands, as the search always took it.
+			if !st.Undecided || st.Verdict != result.StepFail {
+				break
+			}
 		}
 		return st
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -20,7 +21,15 @@ func SweepTable(w io.Writer, s *result.Sweep, path string) {
 	if p.StepDurationS > 0 {
 		step = fmt.Sprintf("%s s", capNum(p.StepDurationS))
 	}
-	fmt.Fprintf(w, "%s: sweep of %s steps of %s, SLO %s, attainment target %.2f%%", s.Workload, p.Process, step, sweepSLO(s.SLO), 100*s.SLOAttainmentTarget)
+	judged := fmt.Sprintf("attainment target %.2f%%", 100*s.SLOAttainmentTarget)
+	if slices.ContainsFunc(s.Steps, func(st result.SweepStep) bool {
+		return slices.ContainsFunc(st.Targets, func(t result.TargetAttainment) bool { return t.Metric != "all" })
+	}) {
+		// The file declared no attainment: each target was judged at its own percentile.
+		// (A sweep recorded before steps kept their targets was judged by the attainment.)
+		judged = "each target judged at its percentile (no attainment declared)"
+	}
+	fmt.Fprintf(w, "%s: sweep of %s steps of %s, SLO %s, %s", s.Workload, p.Process, step, sweepSLO(s.SLO), judged)
 	if path != "" {
 		fmt.Fprintf(w, " -> %s", path)
 	}
@@ -37,8 +46,12 @@ func SweepTable(w io.Writer, s *result.Sweep, path string) {
 	}
 	tw.Flush()
 	for _, st := range s.Steps {
-		if st.Reason != "" && st.Verdict != result.StepPass {
-			fmt.Fprintf(w, "  step %d (%s req/s) %s: %s\n", st.Step, capNum(st.RateRPS), st.Verdict, st.Reason)
+		runs := ""
+		if n := len(st.MoreRecords); n > 0 {
+			runs = fmt.Sprintf(", %d runs pooled", n+1)
+		}
+		if st.Reason != "" && (st.Verdict != result.StepPass || st.Undecided) {
+			fmt.Fprintf(w, "  step %d (%s req/s%s) %s: %s\n", st.Step, capNum(st.RateRPS), runs, st.Verdict, st.Reason)
 		}
 	}
 	switch {

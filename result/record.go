@@ -57,6 +57,9 @@ type Record struct {
 	ClassSLO map[string][]SLOTarget `json:"class_slo,omitempty"`
 	// SLOAttainmentTarget is the fraction of requests that must meet every SLO.
 	SLOAttainmentTarget float64 `json:"slo_attainment_target,omitempty"`
+	// SLOAttainmentDeclared: the workload set the attainment target (else it is the
+	// default, 0.99); a sweep step is judged by it only then (StepOf).
+	SLOAttainmentDeclared bool `json:"slo_attainment_declared,omitempty"`
 	// MaxDispatchLagMS is the dispatch-lag p99 bound the run was held to (the summary's
 	// client_saturated flag); kept so that merging shards can recompute the flag.
 	MaxDispatchLagMS float64 `json:"max_dispatch_lag_ms,omitempty"`

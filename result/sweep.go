@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -57,7 +60,10 @@ type Sweep struct {
 
 	SLO                 []SLOTarget `json:"slo,omitempty"`
 	SLOAttainmentTarget float64     `json:"slo_attainment_target"`
-	Params              SweepParams `json:"params"`
+	// SLOAttainmentDeclared: the workload set slo.attainment, so each step is judged by
+	// it; otherwise each target by its own percentile (StepOfRuns).
+	SLOAttainmentDeclared bool        `json:"slo_attainment_declared,omitempty"`
+	Params                SweepParams `json:"params"`
 
 	Steps []SweepStep `json:"steps"`
 	// MaxSustainableRPS is the highest step rate that passed; absent when the sweep has no
@@ -92,6 +98,15 @@ type SweepStep struct {
 	Verdict string  `json:"verdict"`
 	Reason  string  `json:"reason,omitempty"`
 	Record  string  `json:"record,omitempty"` // path of the step's run record
+	// MoreRecords are the runs that extended an undecided step at the same rate, pooled
+	// with the first in Targets (MaxStepRuns).
+	MoreRecords []string `json:"more_records,omitempty"`
+	// Targets are the SLO as the step was judged by, each with the requests that met it
+	// and a 95% interval (the declared attainment, else every target at its percentile).
+	Targets []TargetAttainment `json:"targets,omitempty"`
+	// Undecided: a target's interval still held its threshold after the most runs a step
+	// may take; the verdict is the point estimate's.
+	Undecided bool `json:"undecided,omitempty"`
 
 	Requests         int     `json:"requests"`
 	Completed        int     `json:"completed"`
@@ -140,57 +155,229 @@ const (
 	SaturatedErrorRate = 0.10
 )
 
-// StepOf summarizes one step's run record at the given rate and judges it: failed when
-// the run did not complete, client-limited when the load generator could not keep the
-// schedule (neither is a verdict on the engine), saturated on clear saturation, fail when
-// attainment is below its target, pass otherwise.
-func StepOf(rec *Record, rate float64) SweepStep {
+// StepOf summarizes one step's run record at the given rate and judges it (StepOfRuns).
+func StepOf(rec *Record, rate float64) SweepStep { return StepOfRuns([]*Record{rec}, rate) }
+
+// MaxStepRuns is how many runs one sweep step may take at its rate: a step that fails its
+// SLO by the point estimate while its interval still holds the threshold is run again
+// and pooled, up to this many runs.
+const MaxStepRuns = 4
+
+// Step target verdicts (TargetAttainment.Verdict).
+const (
+	TargetPass      = "pass"      // the whole interval at or above the threshold
+	TargetFail      = "fail"      // the whole interval below it
+	TargetUndecided = "undecided" // the interval holds the threshold
+)
+
+// TargetAttainment is how a sweep step met one part of its SLO: the requests that met it
+// of those measured (errors miss), against the fraction it needs, with a 95% Wilson
+// score interval of that fraction.
+type TargetAttainment struct {
+	// Metric is the target's metric, or "all" for the declared attainment (every target
+	// at once).
+	Metric     string  `json:"metric"`
+	Percentile float64 `json:"percentile,omitempty"`
+	LimitMS    float64 `json:"limit_ms,omitempty"`
+	Need       float64 `json:"need"` // the fraction of requests that must meet it
+	Met        int     `json:"met"`
+	Requests   int     `json:"requests"`
+	Attainment float64 `json:"attainment"` // Met / Requests
+	Low        float64 `json:"low"`
+	High       float64 `json:"high"`
+	Verdict    string  `json:"verdict"`
+}
+
+// String says what the step found for the target, e.g. "ttft p95 ≤ 600 ms: 26 of 27
+// (96.30%, 95% interval [81.7%, 99.3%]) against 95%".
+func (t TargetAttainment) String() string {
+	what := "every SLO target"
+	if t.Metric != "all" {
+		what = fmt.Sprintf("%s p%s <= %s ms", t.Metric, strconv.FormatFloat(t.Percentile, 'g', -1, 64), strconv.FormatFloat(t.LimitMS, 'g', -1, 64))
+	}
+	return fmt.Sprintf("%s: %d of %d (%.2f%%, 95%% interval [%.1f%%, %.1f%%]) against %s%%", what, t.Met, t.Requests, 100*t.Attainment, 100*t.Low, 100*t.High, strconv.FormatFloat(100*t.Need, 'g', 4, 64))
+}
+
+// wilson is the 95% Wilson score interval of k successes in n trials.
+func wilson(k, n int) (lo, hi float64) {
+	if n == 0 {
+		return 0, 1
+	}
+	const z = 1.959963984540054
+	p, nf := float64(k)/float64(n), float64(n)
+	den := 1 + z*z/nf
+	centre := (p + z*z/(2*nf)) / den
+	half := z / den * math.Sqrt(p*(1-p)/nf+z*z/(4*nf*nf))
+	return max(centre-half, 0), min(centre+half, 1)
+}
+
+func judgeTarget(t *TargetAttainment) {
+	t.Attainment = ratio(t.Met, t.Requests)
+	t.Low, t.High = wilson(t.Met, t.Requests)
+	switch {
+	case t.High < t.Need:
+		t.Verdict = TargetFail
+	case t.Low >= t.Need:
+		t.Verdict = TargetPass
+	default:
+		t.Verdict = TargetUndecided
+	}
+}
+
+// StepTargets are the parts of the SLO a step is judged by, counted over the requests of
+// recs (runs of one step at one rate). A workload that declares slo.attainment is judged
+// by it: that fraction of requests must meet every target. One that does not is judged
+// by each target as written: "ttft: {p95: 600ms}" asks that 95% of requests have a TTFT
+// within 600 ms, the run's p95 (errors count as misses) at or under the limit. Without
+// targets, the attainment target applies to success alone.
+func StepTargets(recs []*Record) []TargetAttainment {
+	if len(recs) == 0 {
+		return nil
+	}
+	base := recs[0]
+	need := base.SLOAttainmentTarget
+	if need <= 0 {
+		need = 0.99
+	}
+	if base.SLOAttainmentDeclared || (len(base.SLO) == 0 && len(base.ClassSLO) == 0) {
+		t := TargetAttainment{Metric: "all", Need: need}
+		for _, r := range recs {
+			for i := range r.Requests {
+				t.Requests++
+				if r.Requests[i].SLOMet {
+					t.Met++
+				}
+			}
+		}
+		judgeTarget(&t)
+		return []TargetAttainment{t}
+	}
+	type key struct {
+		metric string
+		p, lim float64
+	}
+	idx := map[key]int{}
+	var out []TargetAttainment
+	var scratch []int64
+	for _, r := range recs {
+		for i := range r.Requests {
+			q := &r.Requests[i]
+			for _, t := range SLOFor(q.Class, r.SLO, r.ClassSLO) {
+				k := key{t.Metric, t.Percentile, t.LimitMS}
+				j, ok := idx[k]
+				if !ok {
+					j = len(out)
+					idx[k] = j
+					out = append(out, TargetAttainment{Metric: t.Metric, Percentile: t.Percentile, LimitMS: t.LimitMS, Need: t.Percentile / 100})
+				}
+				out[j].Requests++
+				if meets(q, []SLOTarget{t}, &scratch) {
+					out[j].Met++
+				}
+			}
+		}
+	}
+	for j := range out {
+		judgeTarget(&out[j])
+	}
+	return out
+}
+
+// StepOfRuns summarizes the runs of one sweep step at the given rate (the first, and
+// those that extended it) and judges the step: failed when a run did not complete,
+// client-limited when the load generator could not keep a schedule (neither is a verdict
+// on the engine), saturated on clear saturation, then by its SLO (StepTargets) pooled
+// over the runs: fail when a target's whole interval lies below what it needs, pass when
+// every target's lies at or above it, and otherwise by the point estimates, with
+// Undecided set (a sweep runs an undecided fail again, MaxStepRuns).
+func StepOfRuns(recs []*Record, rate float64) SweepStep {
+	rec := recs[0]
 	s := &rec.Summary
 	st := SweepStep{
 		RateRPS:          rate,
-		Requests:         s.Requests,
-		Completed:        s.Completed,
 		SLOAttainment:    s.SLOAttainment,
 		GoodputRPS:       s.GoodputRPS,
 		ThroughputRPS:    s.ThroughputRPS,
 		TTFTP99ms:        s.TTFTms.P99,
 		ITLP99ms:         s.ITLms.P99,
 		E2EMeanms:        s.E2Ems.Mean,
-		ErrorRate:        s.ErrorRate,
 		DispatchLagP99ms: s.DispatchLagms.P99,
 	}
 	st.KVConcurrency = s.KVConcurrency
 	if g, src, ok := QueueGrowth(rec); ok {
 		st.QueueGrowth, st.QueueSource = &g, src
 	}
-	target := rec.SLOAttainmentTarget
-	if target <= 0 {
-		target = 0.99
+	errs, met := 0.0, 0
+	for _, r := range recs {
+		st.Requests += r.Summary.Requests
+		st.Completed += r.Summary.Completed
+		errs += r.Summary.ErrorRate * float64(r.Summary.Requests)
+		met += int(math.Round(r.Summary.SLOAttainment * float64(r.Summary.Requests)))
+		st.DispatchLagP99ms = max(st.DispatchLagP99ms, r.Summary.DispatchLagms.P99)
+		st.TTFTP99ms = max(st.TTFTP99ms, r.Summary.TTFTms.P99)
+		st.ITLP99ms = max(st.ITLP99ms, r.Summary.ITLms.P99)
+	}
+	if st.Requests > 0 {
+		st.ErrorRate = errs / float64(st.Requests)
+		st.SLOAttainment = float64(met) / float64(st.Requests)
 	}
 	growthLimit := max(QueueGrowthMin, QueueGrowthFraction*float64(s.Requests))
+	for _, r := range recs {
+		switch {
+		case r.Incomplete:
+			st.Verdict, st.Reason = StepFailed, r.IncompleteReason
+		case r.Summary.ClientSaturated:
+			st.Verdict = StepClient
+			st.Reason = fmt.Sprintf("dispatch lag p99 %.3f ms > %g ms", r.Summary.DispatchLagms.P99, r.MaxDispatchLagMS)
+		}
+		if st.Verdict != "" {
+			return st
+		}
+	}
+	st.Targets = StepTargets(recs)
 	switch {
-	case rec.Incomplete:
-		st.Verdict, st.Reason = StepFailed, rec.IncompleteReason
-	case s.ClientSaturated:
-		st.Verdict = StepClient
-		st.Reason = fmt.Sprintf("dispatch lag p99 %.3f ms > %g ms", s.DispatchLagms.P99, rec.MaxDispatchLagMS)
-	case s.Requests == 0:
+	case st.Requests == 0:
 		st.Verdict, st.Reason = StepFailed, "no request was measured"
+		return st
 	case st.QueueGrowth != nil && *st.QueueGrowth >= growthLimit:
 		st.Verdict = StepSaturated
 		st.Reason = fmt.Sprintf("the %s grew by %.1f while arrivals lasted (limit %.1f)", queueNoun(st.QueueSource), *st.QueueGrowth, growthLimit)
-	case s.ErrorRate > SaturatedErrorRate:
+		return st
+	case st.ErrorRate > SaturatedErrorRate:
 		st.Verdict = StepSaturated
-		st.Reason = fmt.Sprintf("error rate %.1f%% > %.0f%%", 100*s.ErrorRate, 100*SaturatedErrorRate)
-	case s.SLOAttainment < CollapseFraction*target:
-		st.Verdict = StepSaturated
-		st.Reason = fmt.Sprintf("attainment collapsed: %.1f%% < half the %.1f%% target", 100*s.SLOAttainment, 100*target)
-	case s.SLOAttainment < target:
-		st.Verdict = StepFail
-		st.Reason = fmt.Sprintf("attainment %.2f%% < %.2f%%", 100*s.SLOAttainment, 100*target)
+		st.Reason = fmt.Sprintf("error rate %.1f%% > %.0f%%", 100*st.ErrorRate, 100*SaturatedErrorRate)
+		return st
+	}
+	for _, t := range st.Targets {
+		if t.Attainment < CollapseFraction*t.Need {
+			st.Verdict = StepSaturated
+			st.Reason = fmt.Sprintf("attainment collapsed: %s, under half of it", t)
+			return st
+		}
+	}
+	var failed, undecided []string
+	for _, t := range st.Targets {
+		switch {
+		case t.Verdict == TargetFail:
+			failed = append(failed, t.String())
+		case t.Verdict == TargetUndecided && t.Attainment < t.Need:
+			failed = append(failed, t.String())
+			undecided = append(undecided, t.String())
+		case t.Verdict == TargetUndecided:
+			undecided = append(undecided, t.String())
+		}
+	}
+	decidedFail := slices.ContainsFunc(st.Targets, func(t TargetAttainment) bool { return t.Verdict == TargetFail })
+	switch {
+	case len(failed) > 0:
+		st.Verdict, st.Reason = StepFail, strings.Join(failed, "; ")
 	default:
 		st.Verdict = StepPass
+		if len(undecided) > 0 {
+			st.Reason = "within the SLO by the point estimate: " + strings.Join(undecided, "; ")
+		}
 	}
+	st.Undecided = len(undecided) > 0 && !decidedFail
 	return st
 }
 

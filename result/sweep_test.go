@@ -2,6 +2,7 @@ package result
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,8 +17,9 @@ import (
 // scheduled request.
 func stepRecord(n int, attain, errRate float64, queue []float64) *Record {
 	rec := &Record{SLOAttainmentTarget: 0.99, MaxDispatchLagMS: 1}
+	met := int(math.Round(attain * float64(n)))
 	for i := range n {
-		rec.Requests = append(rec.Requests, Request{I: i, SchedUS: int64(i) * 100_000})
+		rec.Requests = append(rec.Requests, Request{I: i, SchedUS: int64(i) * 100_000, SLOMet: i < met})
 	}
 	if queue != nil {
 		rec.Series.Engine = map[string][]Sample{}
@@ -49,7 +51,7 @@ func TestStepOfVerdicts(t *testing.T) {
 		// Attainment at the target with a flat queue: the engine keeps up.
 		{"pass", func() *Record { return stepRecord(40, 0.99, 0, flat) }, StepPass, ""},
 		// One miss too many: below the target is a fail, whatever the margin.
-		{"fail", func() *Record { return stepRecord(40, 0.975, 0, flat) }, StepFail, "attainment 97.50% < 99.00%"},
+		{"fail", func() *Record { return stepRecord(40, 0.975, 0, flat) }, StepFail, "every SLO target: 39 of 40 (97.50%"},
 		// The queue grew by 20 while arrivals lasted: saturated even though the short step
 		// still met the SLO; a longer one would not.
 		{"queue-grew", func() *Record { return stepRecord(40, 1, 0, ramp(40, 0, 20)) }, StepSaturated, "engine's waiting queue grew by"},
@@ -211,5 +213,61 @@ func TestDecodeSweepRejects(t *testing.T) {
 	s.Schema = Schema
 	if _, err := MarshalSweep(s); err == nil {
 		t.Error("MarshalSweep accepted a run schema")
+	}
+}
+
+// A step is judged by the SLO as declared: without slo.attainment each target at its
+// own percentile (errors miss), with a Wilson interval that says whether the step's
+// requests can tell; with it, every target at the declared fraction.
+func TestStepTargets(t *testing.T) {
+	rec := func(n, met int, declared bool, slo []SLOTarget) *Record {
+		r := &Record{SLO: slo, SLOAttainmentTarget: 0.99, SLOAttainmentDeclared: declared}
+		for i := range n {
+			q := Request{I: i, SchedUS: int64(i) * 1000, SendUS: int64(i) * 1000, FirstUS: int64(i)*1000 + 100_000, LastUS: int64(i)*1000 + 200_000,
+				EndUS: int64(i)*1000 + 200_000, OutputTokens: 10, Chunks: 10, Finish: "length"}
+			if i >= met {
+				q.FirstUS += 1_000_000 // a TTFT of 1.1 s
+				q.LastUS += 1_000_000
+				q.EndUS += 1_000_000
+			}
+			Judge(&q, slo)
+			r.Requests = append(r.Requests, q)
+		}
+		r.Summary = Summary{Requests: n, Completed: n}
+		return r
+	}
+	p95 := []SLOTarget{{Metric: MetricTTFT, Percentile: 95, LimitMS: 600}}
+	tests := []struct {
+		name      string
+		recs      []*Record
+		verdict   string
+		undecided bool
+		metric    string
+	}{
+		// The defect's step: 26 of 27 within a p95 SLO is 96.3%, above the 95% it asks;
+		// 27 requests cannot tell (interval [81.7%, 99.3%]), so it is undecided, a pass
+		// by the point estimate, where the default 99% failed it.
+		{"p95, 26 of 27", []*Record{rec(27, 26, false, p95)}, StepPass, true, MetricTTFT},
+		// Enough requests decide it.
+		{"p95, 199 of 200", []*Record{rec(200, 199, false, p95)}, StepPass, false, MetricTTFT},
+		// Runs of one step pool: one of 50 undecided, four with 2 misses in 200 decided.
+		{"p95, one run of 50", []*Record{rec(50, 49, false, p95)}, StepPass, true, MetricTTFT},
+		{"p95, pooled runs", []*Record{rec(50, 49, false, p95), rec(50, 50, false, p95), rec(50, 49, false, p95), rec(50, 50, false, p95)}, StepPass, false, MetricTTFT},
+		// Clearly under 95%: a decided fail.
+		{"p95, 20 of 27", []*Record{rec(27, 20, false, p95)}, StepFail, false, MetricTTFT},
+		// A declared attainment is the rule: 26 of 27 under 99% fails (undecided).
+		{"declared 99%", []*Record{rec(27, 26, true, p95)}, StepFail, true, "all"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st := StepOfRuns(tc.recs, 1)
+			t.Logf("%s: %s %q %+v", tc.name, st.Verdict, st.Reason, st.Targets)
+			if st.Verdict != tc.verdict || st.Undecided != tc.undecided || len(st.Targets) != 1 || st.Targets[0].Metric != tc.metric {
+				t.Errorf("verdict %q undecided %v targets %+v; want %q undecided %v on %q", st.Verdict, st.Undecided, st.Targets, tc.verdict, tc.undecided, tc.metric)
+			}
+			if tg := st.Targets[0]; !(tg.Low <= tg.Attainment && tg.Attainment <= tg.High) {
+				t.Errorf("interval [%v, %v] does not hold %v", tg.Low, tg.High, tg.Attainment)
+			}
+		})
 	}
 }

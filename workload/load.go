@@ -990,7 +990,7 @@ func (d *decoder) slo(path string, n *yaml.Node, s *SLO) {
 			d.mapping(v, p, "", keys)
 		}})
 	}
-	fs = append(fs, field{"attainment", func(p string, v *yaml.Node) { s.Attainment = d.fraction(p, v) }})
+	fs = append(fs, field{"attainment", func(p string, v *yaml.Node) { s.Attainment, s.AttainmentSet = d.fraction(p, v), true }})
 	d.mapping(n, path, "", fs)
 	sortTargets(s.Targets)
 }

@@ -157,7 +157,7 @@ func TestLoadFull(t *testing.T) {
 						SLO:          SLO{Attainment: 0.99, Targets: []SLOTarget{e2e, itl, ttft(95, 2*time.Second)}}},
 					{Name: "batch", Weight: 0.5, PromptTokens: ragPrompt,
 						OutputTokens: LengthDist{Dist: DistFixed, Value: 1024},
-						SLO: SLO{Attainment: 0.95, Targets: []SLOTarget{
+						SLO: SLO{Attainment: 0.95, AttainmentSet: true, Targets: []SLOTarget{
 							{"e2e", 99, 90 * time.Second}, itl, ttft(95, 800*time.Millisecond)}}},
 				},
 				Repeats: 1,

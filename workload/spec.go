@@ -345,6 +345,10 @@ type PrefixCache struct {
 type SLO struct {
 	Targets    []SLOTarget // sorted by metric, then percentile
 	Attainment float64     // fraction of measured requests that must meet every target; default 0.99
+	// AttainmentSet says the file set Attainment (else it is the default). A sweep judges
+	// a step by the declared attainment where there is one, else by each target's own
+	// percentile (docs/workload.md).
+	AttainmentSet bool
 }
 
 // SLOTarget is one latency limit.
