@@ -84,16 +84,16 @@ type Result struct {
 	Chunks      int // content chunks (chunks carrying non-empty text)
 	// ChunkLimit is the bound Stream put on Chunks (MaxChunks of max_tokens); 0: none.
 	// A stream that passes it is cut with ErrOverrun.
-	ChunkLimit    int
-	PromptTokens  int // from usage; 0 when not reported
+	ChunkLimit   int
+	PromptTokens int // from usage; 0 when not reported
 	// CachedTokens is usage.prompt_tokens_details.cached_tokens where the server sent it
 	// (CachedReported): the prompt tokens its prefix cache served when it first scheduled
 	// the request. vLLM sets it once, at the first scheduling, so a re-admission after
 	// preemption does not change it.
 	CachedTokens   int
 	CachedReported bool
-	OutputTokens  int // from usage; else the chunk count (UsageReported false)
-	UsageReported bool
+	OutputTokens   int // from usage; else the chunk count (UsageReported false)
+	UsageReported  bool
 	// UsageFlag says why the server's usage could not be right, "" when it could (see
 	// checkUsage): an output count above max_tokens + UsageSlack or below the number of
 	// content chunks (OutputTokens is then the chunk count), or an impossible prompt

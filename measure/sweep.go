@@ -85,17 +85,17 @@ type SweepStepDone func(step, run int, rec *result.Record, st result.SweepStep) 
 // record goes to done as it completes, before the next step starts.
 func (r *Runner) Sweep(ctx context.Context, f *workload.File, w *workload.Workload, t *Target, p SweepParams, done SweepStepDone) *result.Sweep {
 	sw := &result.Sweep{
-		Schema:              result.SweepSchema,
-		Workload:            w.Name,
-		WorkloadHash:        workload.Hash(f, StepWorkload(w, 0, p, false)),
-		Config:              f.Path,
-		Target:              t.URL,
-		API:                 f.Target.API,
-		Model:               t.ID.ModelID,
-		Start:               r.now().UTC(),
-		ToolVersion:         r.ToolVersion,
-		Hardware:            t.Hardware,
-		Environment:         t.Flat,
+		Schema:                result.SweepSchema,
+		Workload:              w.Name,
+		WorkloadHash:          workload.Hash(f, StepWorkload(w, 0, p, false)),
+		Config:                f.Path,
+		Target:                t.URL,
+		API:                   f.Target.API,
+		Model:                 t.ID.ModelID,
+		Start:                 r.now().UTC(),
+		ToolVersion:           r.ToolVersion,
+		Hardware:              t.Hardware,
+		Environment:           t.Flat,
 		SLOAttainmentTarget:   w.SLO.Attainment,
 		SLOAttainmentDeclared: w.SLO.AttainmentSet,
 		Params: result.SweepParams{
