@@ -121,5 +121,9 @@ workloads:
 			t.Errorf("step %d: %s over %d runs, undecided %v, verdict %s; want 97 of 100 over 2 runs, a pass the interval leaves open",
 				st.Step, tg, 1+len(st.MoreRecords), st.Undecided, st.Verdict)
 		}
+		// The slow requests waited in the server, not in the client: the step says so.
+		if q := st.Slowest; q == nil || q.SendToFirstms < 600 || q.DispatchLagms > q.SendToFirstms/2 {
+			t.Errorf("step %d: slowest %+v; want a TTFT over 600 ms spent mostly between send and first token", st.Step, q)
+		}
 	}
 }

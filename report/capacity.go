@@ -52,6 +52,9 @@ func SweepTable(w io.Writer, s *result.Sweep, path string) {
 		}
 		if st.Reason != "" && (st.Verdict != result.StepPass || st.Undecided) {
 			fmt.Fprintf(w, "  step %d (%s req/s%s) %s: %s\n", st.Step, capNum(st.RateRPS), runs, st.Verdict, st.Reason)
+			if st.Slowest != nil {
+				fmt.Fprintf(w, "    %s\n", st.Slowest)
+			}
 		}
 	}
 	switch {

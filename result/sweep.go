@@ -107,6 +107,9 @@ type SweepStep struct {
 	// Undecided: a target's interval still held its threshold after the most runs a step
 	// may take; the verdict is the point estimate's.
 	Undecided bool `json:"undecided,omitempty"`
+	// Slowest is the step's request with the longest TTFT, its wait split between the
+	// client and the engine; absent when no request produced a first token.
+	Slowest *SlowRequest `json:"slowest,omitempty"`
 
 	Requests         int     `json:"requests"`
 	Completed        int     `json:"completed"`
@@ -224,6 +227,65 @@ func judgeTarget(t *TargetAttainment) {
 	}
 }
 
+// SlowRequest splits a slow request's TTFT (first − sched) into what the client took
+// (DispatchLagms: send − sched, of which Dialms dialing a connection) and what the server
+// took (SendToFirstms: first − send: its queue, prefill and the network), with the most
+// requests the engine's waiting queue held meanwhile (EngineQueueMax, where scraped).
+type SlowRequest struct {
+	Run            int      `json:"run"` // 1-based run of the step
+	I              int      `json:"i"`
+	TTFTms         float64  `json:"ttft_ms"`
+	DispatchLagms  float64  `json:"dispatch_lag_ms"`
+	Dialms         float64  `json:"dial_ms,omitempty"`
+	SendToFirstms  float64  `json:"send_to_first_ms"`
+	EngineQueueMax *float64 `json:"engine_queue_max,omitempty"`
+	// Ahead is how many requests of the run were already in flight, sent and not yet
+	// ended, when it was sent: on an engine that serves one at a time, those it waited for.
+	Ahead int `json:"ahead"`
+}
+
+// String says where the request's TTFT went.
+func (q SlowRequest) String() string {
+	s := fmt.Sprintf("slowest TTFT %.1f ms (request %d): %.1f ms before it was sent (the client", q.TTFTms, q.I, q.DispatchLagms)
+	if q.Dialms > 0 {
+		s += fmt.Sprintf(", %.1f ms of it dialing", q.Dialms)
+	}
+	s += fmt.Sprintf("), %.1f ms from send to first token (the server) with %d requests in flight ahead of it", q.SendToFirstms, q.Ahead)
+	if q.EngineQueueMax != nil {
+		s += fmt.Sprintf(" and the engine's waiting queue at up to %s", strconv.FormatFloat(*q.EngineQueueMax, 'g', -1, 64))
+	}
+	return s
+}
+
+// slowest finds the request with the longest TTFT over recs.
+func slowest(recs []*Record) *SlowRequest {
+	var best *SlowRequest
+	for k, r := range recs {
+		for i := range r.Requests {
+			q := &r.Requests[i]
+			if q.FirstUS == 0 || (best != nil && float64(q.FirstUS-q.SchedUS)/1000 <= best.TTFTms) {
+				continue
+			}
+			sr := &SlowRequest{Run: k + 1, I: q.I, TTFTms: float64(q.FirstUS-q.SchedUS) / 1000, DispatchLagms: float64(q.SendUS-q.SchedUS) / 1000,
+				Dialms: float64(q.DialUS) / 1000, SendToFirstms: float64(q.FirstUS-q.SendUS) / 1000}
+			for j := range r.Requests {
+				p := &r.Requests[j]
+				if j != i && p.SendUS <= q.SendUS && p.EndUS > q.SendUS {
+					sr.Ahead++
+				}
+			}
+			for _, smp := range r.Series.Engine["queue_depth"] {
+				if smp.TUS >= q.SchedUS && smp.TUS <= q.FirstUS && (sr.EngineQueueMax == nil || smp.V > *sr.EngineQueueMax) {
+					v := smp.V
+					sr.EngineQueueMax = &v
+				}
+			}
+			best = sr
+		}
+	}
+	return best
+}
+
 // StepTargets are the parts of the SLO a step is judged by, counted over the requests of
 // recs (runs of one step at one rate). A workload that declares slo.attainment is judged
 // by it: that fraction of requests must meet every target. One that does not is judged
@@ -335,6 +397,7 @@ func StepOfRuns(recs []*Record, rate float64) SweepStep {
 		}
 	}
 	st.Targets = StepTargets(recs)
+	st.Slowest = slowest(recs)
 	switch {
 	case st.Requests == 0:
 		st.Verdict, st.Reason = StepFailed, "no request was measured"
