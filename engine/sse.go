@@ -516,12 +516,14 @@ func (s *scanner) delta(d *deltaText) bool {
 	}
 }
 
-func (s *scanner) usage(c *chunkInfo) bool {
+// members walks the object at the cursor, calling member with each key and the cursor at
+// its value; member must consume the value and report whether it could. A value other
+// than an object is skipped (absent, as encoding/json reads a member of the wrong type).
+func (s *scanner) members(member func(key []byte) bool) bool {
 	if s.peek() != '{' {
 		return s.skip()
 	}
 	s.i++
-	c.usage = true
 	s.ws()
 	if s.eat('}') {
 		return true
@@ -537,24 +539,8 @@ func (s *scanner) usage(c *chunkInfo) bool {
 			return false
 		}
 		s.ws()
-		switch string(key) {
-		case "prompt_tokens":
-			if c.prompt, ok = s.count(); !ok {
-				return false
-			}
-		case "completion_tokens":
-			if c.completion, ok = s.count(); !ok {
-				return false
-			}
-		case "prompt_tokens_details":
-			c.cached, c.cachedOK = 0, false
-			if !s.details(c) {
-				return false
-			}
-		default:
-			if !s.skip() {
-				return false
-			}
+		if !member(key) {
+			return false
 		}
 		s.ws()
 		if s.eat(',') {
@@ -564,44 +550,34 @@ func (s *scanner) usage(c *chunkInfo) bool {
 	}
 }
 
-// details reads usage.prompt_tokens_details (an object; anything else reads as absent)
-// for its cached_tokens.
-func (s *scanner) details(c *chunkInfo) bool {
-	if s.peek() != '{' {
-		return s.skip()
-	}
-	s.i++
-	s.ws()
-	if s.eat('}') {
-		return true
-	}
-	for {
-		s.ws()
-		key, ok := s.key()
-		if !ok {
-			return false
+func (s *scanner) usage(c *chunkInfo) bool {
+	c.usage = s.peek() == '{'
+	return s.members(func(key []byte) bool {
+		var ok bool
+		switch string(key) {
+		case "prompt_tokens":
+			c.prompt, ok = s.count()
+		case "completion_tokens":
+			c.completion, ok = s.count()
+		case "prompt_tokens_details":
+			// usage.prompt_tokens_details.cached_tokens (an object; anything else reads as
+			// absent).
+			c.cached, c.cachedOK = 0, false
+			ok = s.members(func(key []byte) bool {
+				if string(key) != "cached_tokens" {
+					return s.skip()
+				}
+				p := s.peek()
+				var ok bool
+				c.cached, ok = s.count()
+				c.cachedOK = p == '-' || (p >= '0' && p <= '9')
+				return ok
+			})
+		default:
+			ok = s.skip()
 		}
-		s.ws()
-		if !s.eat(':') {
-			return false
-		}
-		s.ws()
-		if string(key) == "cached_tokens" {
-			p := s.peek()
-			isNum := p == '-' || (p >= '0' && p <= '9')
-			if c.cached, ok = s.count(); !ok {
-				return false
-			}
-			c.cachedOK = isNum
-		} else if !s.skip() {
-			return false
-		}
-		s.ws()
-		if s.eat(',') {
-			continue
-		}
-		return s.eat('}')
-	}
+		return ok
+	})
 }
 
 // maxCount caps a token count so that a hostile number cannot overflow a sum.
