@@ -147,7 +147,7 @@ func TestLoadFull(t *testing.T) {
 				OutputTokens: ragOutput,
 				PrefixCache:  PrefixCache{Mode: PrefixShared, Tokens: 512, Groups: 4},
 				Timeout:      120 * time.Second,
-				SLO:          SLO{Attainment: 0.99, Targets: []SLOTarget{e2e, itl, ttft(95, 800*time.Millisecond)}},
+				SLO:          SLO{Attainment: 0.99, AttainmentSet: true, Targets: []SLOTarget{e2e, itl, ttft(95, 800*time.Millisecond)}},
 				Classes: []Class{
 					{Name: "chat", Weight: 3, PromptTokens: ragPrompt, OutputTokens: ragOutput,
 						SLO: SLO{Attainment: 0.99, Targets: []SLOTarget{e2e, itl, ttft(95, 800*time.Millisecond)}}},
