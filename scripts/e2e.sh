@@ -195,9 +195,11 @@ grepc() {
 	return 1
 }
 
-# output FILE KEY: the value of step output KEY in a GITHUB_OUTPUT file (KEY<<DELIM form).
+# output FILE KEY: the value of step output KEY in a GITHUB_OUTPUT file (KEY<<DELIM form),
+# the last one set: ci sets its outputs once the files are written and again after
+# publishing (comment-url).
 output() {
-	awk -v k="$2" 'f { print; exit } index($0, k "<<") == 1 { f = 1 }' "$1"
+	awk -v k="$2" 'index($0, k "<<") == 1 { getline; v = $0 } END { print v }' "$1"
 }
 
 # ghstat STATE KEY: a fact about the fake GitHub's calls (fakegh stats).
@@ -532,7 +534,7 @@ scenario_shards_merge() {
 	files merged chat.json
 	jqc "merge: two shards" merged/chat.json '(.shards | length) == 2'
 	jqc "merge: every request once (200)" merged/chat.json '.summary.requests == 200 and ([.requests[].i] | unique | length) == 200'
-	jqc "merge: the same workload hash as the plain run" merged/chat.json --slurpfile b base/chat.json '.workload_hash == $b[0].workload_hash'
+	jqc "merge: the same workload hash as the plain run" merged/chat.json '.workload_hash == $b[0].workload_hash' --slurpfile b base/chat.json
 	if expect 0 gate "$SLOGATE" gate -c slogate.yaml -r merged --json merged/gate.json; then
 		jqc "merge: gated as one run" merged/gate.json '.verdict == "pass" or .verdict == "improved" or .verdict == "warn"'
 	fi
@@ -559,13 +561,14 @@ scenario_import_export() {
 	expect 0 import-a "$SLOGATE" import --from vllm vllm.json -c slogate.yaml -w chat -o imp-a || exit 1
 	files imp-a chat.json
 	jqc "import: provenance from vllm, with the file's sha256" imp-a/chat.json '.source.tool == "vllm" and (.source.sha256 | length) == 64'
-	jqc "import: the requests came across" imp-a/chat.json --argjson n "$(jq .completed vllm.json)" '.summary.completed == $n'
+	jqc "import: the requests came across" imp-a/chat.json '.summary.completed == $n' --argjson n "$(jq .completed vllm.json)"
 	expect 0 baseline-imported "$SLOGATE" baseline update -c slogate.yaml -r imp-a || exit 1
 	files baselines/chat imported.json
 	expect 0 import-b "$SLOGATE" import --from vllm vllm.json -c slogate.yaml -w chat -o imp-b || exit 1
 	if expect 0 gate-imported "$SLOGATE" gate -c slogate.yaml -r imp-b --json imp-b/gate.json; then
+		# KV-limited concurrency is a warning: vLLM's file does not say the engine's KV cache.
 		jqc "gate: an import against its imported baseline passes, with provenance" imp-b/gate.json \
-			'.verdict == "pass" and (.workloads[0].provenance | length) > 0'
+			'(.verdict == "pass" or .verdict == "warn") and (.workloads[0].metrics[] | select(.metric == "itl_p99") | .verdict == "pass") and (.workloads[0].provenance | length) == 2'
 	fi
 }
 
