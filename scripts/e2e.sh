@@ -412,24 +412,27 @@ scenario_fork_pull_request() {
 	[[ -z $(output "$d/outputs.2" comment-url) ]] && pass "fork allowed: comment-url empty" || fail "fork allowed: comment-url '$(output "$d/outputs.2" comment-url)'"
 }
 
-# The one-at-a-time engine of issue's sweep: serialsim holds one sequence at a time for 16
-# steps of 10 ms (about 160 ms a request: 6.25 req/s at most).
-serial_config() { # NAME SLO
+# The one-at-a-time engine: serialsim holds one sequence at a time, 10 ms a step, so a
+# request of 16 output tokens takes about 160 ms (6.25 req/s at most). The dispatch-lag
+# bound is loose because CI machines are shared (a machine at load 8 on 2 cores showed
+# 190 ms at p99): a step the client could not send on time stops the sweep.
+serial_config() { # NAME SEED ARRIVAL SLO [extra workload lines]
 	cat <<YAML
 version: 1
 target: {api: completions, engine: auto}
 model: {name: sim-tiny}
 workloads:
   - name: $1
-    seed: 5
+    seed: $2
     duration: 30s
     warmup: {requests: 3}
-    arrival: {process: poisson, rate: 1}
+    arrival: {process: $3, rate: 1}
     prompt_tokens: {dist: fixed, value: 32}
     output_tokens: {dist: fixed, value: 16}
     timeout: 60s
-    max_dispatch_lag: 100ms
-    slo: $2
+    max_dispatch_lag: 250ms
+    slo: $4
+${5-}
 capacity:
   peak_rps: 40
   target_utilization: 0.6
@@ -445,7 +448,7 @@ YAML
 scenario_sweep_capacity() {
 	cd "$d" || exit 1
 	serve engine "$bin/serialsim" -addr 127.0.0.1:0 -step 10ms
-	serial_config serial '{ttft: {p99: 1s}}' >slogate.yaml
+	serial_config serial 5 poisson '{ttft: {p99: 1s}}' >slogate.yaml
 	expect 0 sweep "$SLOGATE" sweep -q -c slogate.yaml -w serial --target "$url" -o out --min-rate 2 --step-duration 10s --precision 10% || exit 1
 	files out serial.sweep.json serial.sweep/step1.json
 	jqc "sweep: schema and steps" out/serial.sweep.json '.schema == "slogate.sweep/v1" and (.steps | length) >= 3'
@@ -458,19 +461,27 @@ scenario_sweep_capacity() {
 	fi
 }
 
-# Issue's item 2: the sweep judges each step by the SLO as declared. With `ttft: {p95:
-# 600ms}` against the one-at-a-time engine (about 160 ms a request) a step at 1 req/s
-# meets its p95 whatever a 99% attainment target would say of it, so the sweep reports a
-# capacity, above a sixth of the engine's saturation.
+# Issue's item 2: the sweep judges each step by the SLO as declared. The SLO is `ttft:
+# {p95: 600ms}`; one request in 25 generates 200 tokens and holds the one-at-a-time
+# engine for 2 s, so the next arrival waits about 1 s. With seed 3 the first step (1 req/s,
+# constant arrivals, 30 requests) holds exactly one such request: one request of 30
+# misses (attainment 96.67%, below a 99% target) while the step's TTFT p95 is about
+# 170 ms, well within the SLO. Judged as declared, the step passes and the sweep reports
+# a capacity; judged by attainment it reported none.
 scenario_sweep_declared_slo() {
 	cd "$d" || exit 1
 	serve engine "$bin/serialsim" -addr 127.0.0.1:0 -step 10ms
-	serial_config serial '{ttft: {p95: 600ms}}' >slogate.yaml
-	expect 0 sweep "$SLOGATE" sweep -q -c slogate.yaml -w serial --target "$url" -o out --step-duration 15s --precision 10% || exit 1
-	files out serial.sweep.json
+	serial_config serial 3 constant '{ttft: {p95: 600ms}}' '    classes:
+      - {name: short, weight: 24}
+      - {name: long, weight: 1, output_tokens: {dist: fixed, value: 200}}' >slogate.yaml
+	expect 0 sweep "$SLOGATE" sweep -q -c slogate.yaml -w serial --target "$url" -o out --step-duration 30s --max-rate 2 --precision 50%
+	files out serial.sweep.json serial.sweep/step1.json
+	# The premise: the first step has the one slow request and the one miss behind it.
+	jqc "sweep (declared p95): step 1 holds one 200-token request" out/serial.sweep/step1.json \
+		'[.requests[] | select(.warmup | not) | select(.output_target == 200)] | length == 1'
+	jqc "sweep (declared p95): step 1's TTFT p95 is within 600 ms" out/serial.sweep/step1.json '.summary.ttft_ms.p95 <= 600'
 	jqc "sweep (declared p95): the first step, at 1 req/s, passes" out/serial.sweep.json '.steps[0].rate_rps == 1 and .steps[0].verdict == "pass"'
-	jqc "sweep (declared p95): max_sustainable_rps present, above a sixth of 6.25 req/s" out/serial.sweep.json \
-		'(.max_sustainable_rps // 0) > (6.25 / 6) and .max_sustainable_rps <= 6.25'
+	jqc "sweep (declared p95): max_sustainable_rps present, at least 1 req/s" out/serial.sweep.json '(.max_sustainable_rps // 0) >= 1'
 	if grep -q 'max sustainable rate: none' sweep.log; then fail "sweep (declared p95): printed 'max sustainable rate: none'"; else pass "sweep (declared p95): a rate printed"; fi
 }
 
