@@ -288,7 +288,8 @@ scenario_baseline_gate() {
 	files base chat.json slogate-manifest.json chat.journal.jsonl
 	expect 0 baseline-update "$SLOGATE" baseline update -c slogate.yaml -r base || exit 1
 	files baselines/chat sim.json sim.history.jsonl
-	jqc "baseline: schema and 200 requests kept" baselines/chat/sim.json '.schema == "slogate.baseline/v1"'
+	jqc "baseline: one trial with its 200 requests kept" baselines/chat/sim.json \
+		'.schema == "slogate.baseline/v1" and .hardware == "sim" and (.trials | length) == 1 and .trials[0].requests.n == 200 and (.trials[0].requests.ttft_us | length) == 200'
 	grepc "baseline update prints the file written" baseline-update.log 'baselines/chat/sim\.json'
 
 	expect 0 run-same "$SLOGATE" run -q -c slogate.yaml --target "$url" -o same || exit 1
