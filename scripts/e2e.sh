@@ -239,39 +239,74 @@ YAML
 # ---------------------------------------------------------------------------------------
 # Scenarios. Each runs in its own subshell, in its own directory $d.
 
+# demo NAME WANT ARGS...: `slogate demo ARGS -o NAME`, which must exit WANT; or 3 with the
+# refusal the README documents when the machine is too busy to keep the schedule (the
+# record client-saturated, gate.json verdict error with the reason): the demo's
+# dispatch-lag bound is 5 ms, which a shared CI machine can miss. Returns 0 when the run
+# was judged, 2 when it was refused as documented (its verdict checks are then moot).
+demo() {
+	local name=$1 want=$2 rc=0
+	shift 2
+	"$SLOGATE" demo --quiet -o "$name" "$@" >"$name.log" 2>&1 || rc=$?
+	if ((rc == want)); then
+		pass "demo $*: exit $rc"
+		return 0
+	fi
+	if ((rc == 3)) && jq -e '.summary.client_saturated == true' "$name/chat-demo.json" >/dev/null 2>&1 &&
+		jq -e '.verdict == "error" and (.workloads[0].reason | test("load generator was saturated"))' "$name/gate.json" >/dev/null 2>&1; then
+		pass "demo $*: exit 3, refused as documented: this machine could not keep the schedule ($(grep -o 'dispatch lag p99 [0-9.]* ms > [0-9]* *ms' "$name.log" | head -n 1)); its verdict is not checked"
+		return 2
+	fi
+	fail "demo $*: exit $rc, want $want"
+	tail -n 25 "$name.log" | sed 's/^/        | /'
+	return 1
+}
+
 # The README's quick start: `slogate demo` passes against the committed baseline and writes
 # the files it names; `--regress` fails on ITL p99 and KV-limited concurrency while
 # goodput passes, as the README's printed table shows; `slogate report` renders the
-# regressed run's comment and HTML report byte for byte from the files alone. Run from an
-# empty directory: the binary carries the demo's workload and baseline.
+# regressed run's comment and HTML report byte for byte from the files alone. The demo
+# runs from an empty directory: the binary carries its workload and baseline. Its report
+# is rendered from the checkout, where the demo's config (cli/demo.yaml, named in
+# report-meta.json, whose capacity section gives the comment its fleet section) and
+# baselines are.
 scenario_demo() {
 	cd "$d" || exit 1
-	if expect 0 demo "$SLOGATE" demo --quiet -o pass; then
-		files pass chat-demo.json gate.json comment.md report.html slogate-manifest.json
+	local rc=0
+	demo pass 0 || rc=$?
+	((rc == 1)) && exit 1
+	files pass chat-demo.json gate.json comment.md report.html report-meta.json slogate-manifest.json
+	if ((rc == 0)); then
 		jqc "demo: gate.json verdict pass" pass/gate.json '.schema == "slogate.gate/v1" and .verdict == "pass"'
 		jqc "demo: every rule of chat-demo passes" pass/gate.json \
 			'[.workloads[] | select(.name == "chat-demo") | .metrics[] | .verdict] | length >= 4 and all(. == "pass" or . == "improved" or . == "warn")'
-		jqc "demo: the record holds 8 req/s Poisson and no errors" pass/chat-demo.json \
-			'.schema == "slogate.run/v1" and .summary.requests > 300 and .summary.error_rate == 0'
 	fi
-	if expect 1 demo-regress "$SLOGATE" demo --regress --quiet -o regress; then
-		files regress chat-demo.json gate.json comment.md report.html report-meta.json
+	jqc "demo: the record holds 8 req/s Poisson for 45 s and no errors" pass/chat-demo.json \
+		'.schema == "slogate.run/v1" and .summary.requests > 300 and .summary.error_rate == 0'
+
+	rc=0
+	demo regress 1 --regress || rc=$?
+	((rc == 1)) && exit 1
+	files regress chat-demo.json gate.json comment.md report.html report-meta.json
+	if ((rc == 0)); then
 		jqc "demo --regress: verdict fail" regress/gate.json '.verdict == "fail"'
 		jqc "demo --regress: itl_p99 fails" regress/gate.json '.workloads[0].metrics[] | select(.metric == "itl_p99") | .verdict == "fail"'
-		jqc "demo --regress: kv_concurrency fails (120 -> 90)" regress/gate.json \
-			'.workloads[0].metrics[] | select(.metric == "kv_concurrency") | .verdict == "fail" and .baseline == 120 and .candidate == 90'
 		jqc "demo --regress: goodput passes (below capacity, the drain is not counted)" regress/gate.json \
 			'.workloads[0].metrics[] | select(.metric == "goodput") | .verdict == "pass"'
-		jqc "demo --regress: the engine version change is expected drift" regress/gate.json \
-			'.workloads[0].drift[] | select(.field == "engine.version") | .policy == "expected" and .status == "changed"'
-		grepc "demo --regress: the comment says FAIL" regress/comment.md 'FAIL'
-		# The regressed run is rendered again from its files alone.
-		if expect 0 report "$SLOGATE" report -r regress --markdown again.md --html again.html; then
-			if cmp -s regress/comment.md again.md && cmp -s regress/report.html again.html; then
-				pass "report: comment.md and report.html byte for byte what demo wrote"
-			else
-				fail "report: slogate report differs from what demo wrote"
-			fi
+		grepc "demo --regress: the comment says fail" regress/comment.md 'slogate: \*\*fail\*\*'
+		jqc "demo --regress: kv_concurrency fails, 120 -> 90" regress/gate.json \
+			'.workloads[0].metrics[] | select(.metric == "kv_concurrency") | .verdict == "fail" and .baseline == 120 and .candidate == 90'
+	fi
+	# Judged or refused, the record says what the engine was.
+	jqc "demo --regress: KV-limited concurrency 90 in the record" regress/chat-demo.json '.summary.kv_concurrency.value == 90'
+	jqc "demo --regress: the engine version change is expected drift" regress/gate.json \
+		'.workloads[0].drift[] | select(.field == "engine.version") | .policy == "expected" and .status == "changed"'
+	# The regressed run is rendered again from its files alone.
+	if expect 0 report bash -c 'cd "$1" && "$2" report -r "$3/regress" --baselines baselines --markdown "$3/again.md" --html "$3/again.html"' _ "$REPO_ROOT" "$SLOGATE" "$d"; then
+		if cmp -s regress/comment.md again.md && cmp -s regress/report.html again.html; then
+			pass "report: comment.md and report.html byte for byte what demo wrote"
+		else
+			fail "report: slogate report differs from what demo wrote"
 		fi
 	fi
 }
