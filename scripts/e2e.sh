@@ -249,15 +249,15 @@ demo() {
 	shift 2
 	"$SLOGATE" demo --quiet -o "$name" "$@" >"$name.log" 2>&1 || rc=$?
 	if ((rc == want)); then
-		pass "demo $*: exit $rc"
+		pass "demo${*:+ $*}: exit $rc"
 		return 0
 	fi
 	if ((rc == 3)) && jq -e '.summary.client_saturated == true' "$name/chat-demo.json" >/dev/null 2>&1 &&
 		jq -e '.verdict == "error" and (.workloads[0].reason | test("load generator was saturated"))' "$name/gate.json" >/dev/null 2>&1; then
-		pass "demo $*: exit 3, refused as documented: this machine could not keep the schedule ($(grep -o 'dispatch lag p99 [0-9.]* ms > [0-9]* *ms' "$name.log" | head -n 1)); its verdict is not checked"
+		pass "demo${*:+ $*}: exit 3, refused as documented: this machine could not keep the schedule ($(grep -o 'dispatch lag p99 [0-9.]* ms > [0-9]* *ms' "$name.log" | head -n 1)); its verdict is not checked"
 		return 2
 	fi
-	fail "demo $*: exit $rc, want $want"
+	fail "demo${*:+ $*}: exit $rc, want $want"
 	tail -n 25 "$name.log" | sed 's/^/        | /'
 	return 1
 }
@@ -277,7 +277,8 @@ scenario_demo() {
 	((rc == 1)) && exit 1
 	files pass chat-demo.json gate.json comment.md report.html report-meta.json slogate-manifest.json
 	if ((rc == 0)); then
-		jqc "demo: gate.json verdict pass" pass/gate.json '.schema == "slogate.gate/v1" and .verdict == "pass"'
+		# A pass; warn where the environment drifted (a development build's tool version).
+		jqc "demo: gate.json verdict pass" pass/gate.json '.schema == "slogate.gate/v1" and (.verdict == "pass" or .verdict == "warn")'
 		jqc "demo: every rule of chat-demo passes" pass/gate.json \
 			'[.workloads[] | select(.name == "chat-demo") | .metrics[] | .verdict] | length >= 4 and all(. == "pass" or . == "improved" or . == "warn")'
 	fi
