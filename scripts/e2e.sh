@@ -26,7 +26,7 @@
 set -uo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$REPO_ROOT"
+cd "$REPO_ROOT" || exit 1
 export GOFLAGS="${GOFLAGS:-} -buildvcs=false"
 T0=$SECONDS
 
