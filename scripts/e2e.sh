@@ -559,7 +559,7 @@ scenario_shards_merge() {
 	expect 0 run-base "$SLOGATE" run -q -c slogate.yaml --target "$url" -o base || exit 1
 	expect 0 baseline-update "$SLOGATE" baseline update -c slogate.yaml -r base || exit 1
 	local at rc1=0 rc2=0
-	at=@$(($(date +%s) + 4))
+	at=@$(($(date +%s) + 6))
 	"$SLOGATE" run -q -c slogate.yaml --target "$url" --shard 1/2 --start-at "$at" -o s1 >shard1.log 2>&1 &
 	local p1=$!
 	"$SLOGATE" run -q -c slogate.yaml --target "$url" --shard 2/2 --start-at "$at" -o s2 >shard2.log 2>&1 &
