@@ -341,8 +341,8 @@ scenario_baseline_gate() {
 	fi
 }
 
-# ci_env DIR EVENT API_URL TARGET: the environment the runner gives `slogate ci` on a pull
-# request (the names action.yml passes), for env(1).
+# ci_env DIR EVENT API_URL TARGET N: the environment the runner gives `slogate ci` on a pull
+# request (the names action.yml passes), for env(1); N numbers its output and summary files.
 ci_env() {
 	local dir=$1 event=$2 api=$3 target=$4 n=$5
 	printf '%s\n' \
