@@ -63,10 +63,16 @@ type Result struct {
 	// StealPct is the share of the machine's CPU time the hypervisor took over the
 	// window (/proc/stat steal; -1: unknown): a virtual machine whose cores are taken
 	// away stalls client and engine alike.
-	StealPct       float64
-	BytesPerStream float64 // live Go heap + stacks halfway through the streams, above the idle level, per open stream (closed points)
-	Accurate       bool
-	Why            string // the first accuracy criterion missed
+	StealPct float64
+	// LoadStart and LoadEnd are the machine's 1-minute load average (/proc/loadavg) when
+	// the window opened and when the point ended (-1: unknown). Client and engine share
+	// the machine with whatever else runs on it (2,000 req/s × 16 tokens read TTFT p99
+	// 27 to 36 ms in some runs of the ladder and 66 ms in another), so the host's state
+	// is printed beside what it measured.
+	LoadStart, LoadEnd float64
+	BytesPerStream     float64 // live Go heap + stacks halfway through the streams, above the idle level, per open stream (closed points)
+	Accurate           bool
+	Why                string // the first accuracy criterion missed
 	// ClientProcs and ServerProcs are the GOMAXPROCS the point ran under, when they were
 	// set (0: the Go default, every core): a rerun that gives the engine more of the
 	// machine than the client says so.
@@ -213,6 +219,24 @@ func stealTime() (cpuTicks, bool) {
 	return t, true
 }
 
+// loadAvg reads the 1-minute load average, the first field of /proc/loadavg: runnable and
+// uninterruptible tasks, averaged by the kernel, so it counts what else the machine runs.
+func loadAvg() (float64, bool) {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(data))
+	if len(f) == 0 {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil || v < 0 {
+		return 0, false
+	}
+	return v, true
+}
+
 // liveBytes is the Go heap and stacks, less the load generator's GC ballast (which no
 // stream holds, and which the first run allocates).
 func liveBytes() uint64 {
@@ -261,8 +285,15 @@ func measure(ctx context.Context, o Options, p Point) Result {
 	var srv0 time.Duration
 	cpu0, wall0 := cpuTime(), time.Now() // a run that never opens its window
 	steal0, stealOK := stealTime()
+	res.LoadStart, res.LoadEnd = -1, -1
+	if l, ok := loadAvg(); ok {
+		res.LoadStart = l
+	}
 	cfg.OpenWindow = func(context.Context) {
 		steal0, stealOK = stealTime()
+		if l, ok := loadAvg(); ok {
+			res.LoadStart = l
+		}
 		if e.Late != nil {
 			e.Late() // the warm-up and the points before are not this point's
 		}
@@ -275,6 +306,9 @@ func measure(ctx context.Context, o Options, p Point) Result {
 	res.StealPct = -1
 	if steal1, ok := stealTime(); ok && stealOK && steal1.total > steal0.total {
 		res.StealPct = 100 * float64(steal1.steal-steal0.steal) / float64(steal1.total-steal0.total)
+	}
+	if l, ok := loadAvg(); ok {
+		res.LoadEnd = l
 	}
 	wall := time.Since(wall0)
 	cpu := cpuTime() - cpu0
@@ -372,16 +406,38 @@ func EngineLateBound(e Engine, p Point) float64 {
 	return (ITLP99Slack - 1) * float64(e.ITL) / 1e6
 }
 
+// loadCell is the load-average column: start→end, "-" where unknown.
+func loadCell(r Result) string {
+	if r.LoadStart < 0 || r.LoadEnd < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f→%.2f", r.LoadStart, r.LoadEnd)
+}
+
+// hostState says what the machine was doing while a point ran: the hypervisor's steal and
+// the load average, each where known.
+func hostState(r Result) string {
+	var parts []string
+	if r.StealPct >= 0 {
+		parts = append(parts, fmt.Sprintf("steal %.1f%%", r.StealPct))
+	}
+	if c := loadCell(r); c != "-" {
+		parts = append(parts, "load "+c)
+	}
+	return strings.Join(parts, ", ")
+}
+
 // Table writes the results as the README shows them, and names the highest accurate
 // point of each kind (output length of the open loop, and streams) among the rows run
-// with the default share of the machine. Rows run with GOMAXPROCS set say so in the
+// with the default share of the machine, with the host's state while it ran (steal and
+// load average): where the accurate edge lies depends on the host. Rows run with GOMAXPROCS set say so in the
 // procs column (client/engine), so that a rerun with the engine given more of the machine
 // reads beside the first run of the same point.
 func Table(w io.Writer, o Options, rs []Result) {
 	fmt.Fprintf(w, "fixed-timing engines: rate points TTFT %v ITL %v; stream points TTFT %v ITL %v\n\n", o.Open.TTFT, o.Open.ITL, o.Streams.TTFT, o.Streams.ITL)
-	fmt.Fprintf(w, "| point | procs client/engine | achieved req/s | TTFT p99 ms | ITL p50 ms | ITL p99 ms | TPOT p50 ms | dispatch lag p99 ms | reader lag p99 ms | engine late p99 ms | client CPU µs/req | engine CPU µs/req | client cores | engine cores | steal %% | KB/stream | errors | accurate |\n")
-	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	best := map[string]string{}
+	fmt.Fprintf(w, "| point | procs client/engine | achieved req/s | TTFT p99 ms | ITL p50 ms | ITL p99 ms | TPOT p50 ms | dispatch lag p99 ms | reader lag p99 ms | engine late p99 ms | client CPU µs/req | engine CPU µs/req | client cores | engine cores | steal %% | load 1 min start→end | KB/stream | errors | accurate |\n")
+	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	best := map[string]Result{}
 	for _, r := range rs {
 		kb := "-"
 		if r.BytesPerStream > 0 {
@@ -399,19 +455,23 @@ func Table(w io.Writer, o Options, rs []Result) {
 		if !r.Accurate {
 			acc = "no: " + r.Why
 		}
-		fmt.Fprintf(w, "| %s | %s/%s | %.0f | %.1f | %.2f | %.1f | %.2f | %.3f | %.3f | %s | %.0f | %.0f | %.2f | %.2f | %s | %s | %d | %s |\n",
-			r.Point, procs(r.ClientProcs), procs(r.ServerProcs), r.AchievedRPS, r.TTFTP99ms, r.ITLP50ms, r.ITLP99ms, r.TPOTP50ms, r.DispatchLagP99ms, r.ReaderLagP99ms, late, r.ClientCPUus, r.ServerCPUus, r.ClientCores, r.ServerCores, steal, kb, r.Errors, acc)
+		fmt.Fprintf(w, "| %s | %s/%s | %.0f | %.1f | %.2f | %.1f | %.2f | %.3f | %.3f | %s | %.0f | %.0f | %.2f | %.2f | %s | %s | %s | %d | %s |\n",
+			r.Point, procs(r.ClientProcs), procs(r.ServerProcs), r.AchievedRPS, r.TTFTP99ms, r.ITLP50ms, r.ITLP99ms, r.TPOTP50ms, r.DispatchLagP99ms, r.ReaderLagP99ms, late, r.ClientCPUus, r.ServerCPUus, r.ClientCores, r.ServerCores, steal, loadCell(r), kb, r.Errors, acc)
 		key := fmt.Sprintf("open × %d tok", r.Tokens)
 		if r.Rate == 0 {
 			key = fmt.Sprintf("streams × %d tok", r.Tokens)
 		}
 		if r.Accurate && r.ClientProcs == o.ClientProcs && r.ServerProcs == o.engine(r.Point).Procs {
-			best[key] = r.Point.String()
+			best[key] = r
 		}
 	}
 	var lines []string
-	for k, v := range best {
-		lines = append(lines, fmt.Sprintf("highest accurate point (%s): %s", k, v))
+	for k, r := range best {
+		line := fmt.Sprintf("highest accurate point (%s): %s", k, r.Point)
+		if h := hostState(r); h != "" {
+			line += " (" + h + ")"
+		}
+		lines = append(lines, line)
 	}
 	slices.Sort(lines)
 	if len(lines) > 0 {

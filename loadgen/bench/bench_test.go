@@ -36,6 +36,9 @@ func TestLadderAgainstFixedEngine(t *testing.T) {
 		if _, ok := stealTime(); ok && (r.StealPct < 0 || r.StealPct > 100) {
 			t.Errorf("%s: steal %.1f%% of the machine's CPU time", r.Point, r.StealPct)
 		}
+		if _, ok := loadAvg(); ok && (r.LoadStart < 0 || r.LoadEnd < 0) {
+			t.Errorf("%s: load average %v→%v though /proc/loadavg reads", r.Point, r.LoadStart, r.LoadEnd)
+		}
 		if r.EngineLateP99ms < 0 || r.EngineLateP99ms > r.TTFTP99ms {
 			// The engine's lateness is in what the client measured from the schedule.
 			t.Errorf("%s: engine late p99 %.3f ms, TTFT p99 %.3f ms", r.Point, r.EngineLateP99ms, r.TTFTP99ms)
@@ -120,6 +123,41 @@ func TestTableRerunRows(t *testing.T) {
 	for _, want := range []string{"| 2000 req/s × 16 tok | all/all |", "| 2000 req/s × 16 tok | 1/2 |", "no: TTFT p99 40.0 ms", "highest accurate point (open × 16 tok): 1000 req/s × 16 tok"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("table lacks %q:\n%s", want, s)
+		}
+	}
+}
+
+// The host's state is printed beside what it measured: the load-average column, and the
+// steal and load of the point named as the highest accurate one, since where the accurate
+// edge lies depends on the host.
+func TestTableHostState(t *testing.T) {
+	o := Options{Open: Engine{TTFT: 20 * time.Millisecond, ITL: 5 * time.Millisecond}}
+	rs := []Result{
+		// Known steal and load.
+		{Point: Point{Rate: 1000, Tokens: 16}, Accurate: true, StealPct: 0.9, LoadStart: 1.5, LoadEnd: 2.25},
+		// Neither known (no /proc): dashes, and no host state on the edge line.
+		{Point: Point{Streams: 1000, Tokens: 400}, Accurate: true, StealPct: -1, LoadStart: -1, LoadEnd: -1},
+	}
+	var b bytes.Buffer
+	Table(&b, o, rs)
+	s := b.String()
+	for _, want := range []string{
+		"| steal % | load 1 min start→end |",
+		"| 0.9 | 1.50→2.25 |",
+		"| - | - |",
+		"highest accurate point (open × 16 tok): 1000 req/s × 16 tok (steal 0.9%, load 1.50→2.25)\n",
+		"highest accurate point (streams × 400 tok): 1000 streams × 400 tok\n",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("table lacks %q:\n%s", want, s)
+		}
+	}
+	// Every row has as many cells as the header.
+	lines := strings.Split(s, "\n")
+	cells := strings.Count(lines[2], "|")
+	for _, l := range lines[3:] {
+		if strings.HasPrefix(l, "| ") && strings.Count(l, "|") != cells {
+			t.Errorf("row %q has %d bars, the header %d", l, strings.Count(l, "|"), cells)
 		}
 	}
 }

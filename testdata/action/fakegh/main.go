@@ -4,9 +4,11 @@
 // the tool must fall back to github-actions[bot] as its identity; the pull request's
 // comments are listed in pages with Link headers; comments are created and updated. Every
 // call is recorded, and the state is written to files after each call, so that the script
-// can assert on it after the runner has exited.
+// can assert on it after the runner has exited. With -readonly every write is refused with
+// 403, as GitHub refuses the read-only token of a pull request from a fork (scripts/e2e.sh
+// runs `slogate ci` against it directly as well).
 //
-//	fakegh serve -state DIR -token T -repo OWNER/NAME -pr N [-seed N] [-addr 127.0.0.1:0]
+//	fakegh serve -state DIR -token T -repo OWNER/NAME -pr N [-seed N] [-addr 127.0.0.1:0] [-readonly]
 //	fakegh lookalike -state DIR        # ask the server to copy our comment as someone else's
 //	fakegh stats -state DIR            # print KEY=VALUE facts about the calls and comments
 //	fakegh summary -log ACT.JSON       # print the job summary from act's --json log
@@ -110,6 +112,7 @@ type server struct {
 	comments []*comment
 	calls    []call
 	start    time.Time
+	readonly bool // writes are refused, as with a fork's read-only token
 }
 
 func serve(args []string) error {
@@ -120,6 +123,7 @@ func serve(args []string) error {
 	repo := fs.String("repo", "acme/serving", "OWNER/NAME of the repository")
 	pr := fs.Int("pr", 1, "number of the pull request")
 	seed := fs.Int("seed", 0, "comments by someone else to start with (over 100 forces a second page)")
+	readonly := fs.Bool("readonly", false, "refuse every write with 403, as GitHub refuses a fork pull request's read-only token")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -133,7 +137,7 @@ func serve(args []string) error {
 	if err := os.MkdirAll(*dir, 0o755); err != nil {
 		return err
 	}
-	s := &server{dir: *dir, token: *token, owner: owner, repo: name, pr: *pr, nextID: 1000, start: time.Now().UTC().Truncate(time.Second)}
+	s := &server{dir: *dir, token: *token, owner: owner, repo: name, pr: *pr, nextID: 1000, start: time.Now().UTC().Truncate(time.Second), readonly: *readonly}
 	for i := 0; i < *seed; i++ {
 		s.add(reviewerLogin, fmt.Sprintf("review note %d: looks fine", i+1))
 	}
@@ -217,6 +221,11 @@ func (s *server) route(w http.ResponseWriter, r *http.Request, auth string) stri
 	if auth != "ok" {
 		writeJSON(w, http.StatusUnauthorized, apiError("Bad credentials"))
 		return "unauthorized"
+	}
+	if s.readonly && (r.Method == http.MethodPost || r.Method == http.MethodPatch) && (reComments.MatchString(p) || reComment.MatchString(p)) {
+		// A pull request from a fork gets a read-only token: GitHub answers writes so.
+		writeJSON(w, http.StatusForbidden, apiError("Resource not accessible by integration"))
+		return "write-readonly"
 	}
 	switch {
 	case reUser.MatchString(p) && r.Method == http.MethodGet:
@@ -483,6 +492,7 @@ func stats(args []string, w io.Writer) error {
 	facts["calls"] = strconv.Itoa(len(calls))
 	facts["creates"] = strconv.Itoa(count["create-comment"])
 	facts["updates"] = strconv.Itoa(count["update-comment"])
+	facts["readonly_refusals"] = strconv.Itoa(count["write-readonly"])
 	facts["user_lookups"] = strconv.Itoa(count["get-user"])
 	facts["list_calls"] = strconv.Itoa(count["list-comments"])
 	facts["list_max_page"] = strconv.Itoa(maxPage)
