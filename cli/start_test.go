@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"flag"
+	"math"
 	"net"
 	"os"
 	"os/signal"
@@ -84,6 +85,70 @@ func TestRunEngineThatNeverGetsReady(t *testing.T) {
 	a, _, errb := testApp(t)
 	code := a.run(context.Background(), []string{"run", "-c", writeConfig(t, cfg), "-o", t.TempDir()})
 	if code != ExitFailure || !strings.Contains(errb.String(), "exited before it was ready") || !strings.Contains(errb.String(), "CUDA out of memory") {
+		t.Errorf("exit %d, stderr %q", code, errb)
+	}
+}
+
+// TestRunRecordsEngineStartup: a started engine that takes 300 ms to start (the
+// simulator, printing vLLM's startup lines) leaves its start in the record: the port, the
+// readiness and the first token in the order they happen, none before the start time,
+// and the phases of its log.
+func TestRunRecordsEngineStartup(t *testing.T) {
+	path := writeConfig(t, startedSimConfig(t, "--start-time 300ms"))
+	dir := t.TempDir()
+	a, out, errb := testApp(t)
+	if code := a.run(context.Background(), []string{"run", "-c", path, "-o", dir}); code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errb)
+	}
+	rec, err := result.Read(filepath.Join(dir, "small.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := rec.Startup
+	if st == nil {
+		t.Fatal("no startup in the record")
+	}
+	// The simulator binds its port only after its phases, as vLLM does: nothing can be
+	// seen before 300 ms, and each step comes after the one before.
+	if !(st.PortMS >= 300 && st.HealthMS >= st.PortMS && st.ModelMS >= st.HealthMS && st.ReadyMS == st.HealthMS && st.FirstTokenMS >= st.ReadyMS) {
+		t.Errorf("startup %+v", st)
+	}
+	if st.StartedAt.IsZero() || st.FirstTokenError != "" || math.Abs(rec.Warmup.EngineStartS-st.ReadyMS/1e3) > 1e-3 {
+		t.Errorf("started at %v, first-token error %q, warm-up engine start %v", st.StartedAt, st.FirstTokenError, rec.Warmup.EngineStartS)
+	}
+	want := []string{"weights_load", "model_load", "torch_compile", "graph_capture", "engine_init"}
+	var got []string
+	var sum float64
+	for _, p := range st.Phases {
+		got = append(got, p.Name)
+		if p.Source != "log" || p.Line == "" || p.AtMS > st.ReadyMS {
+			t.Errorf("phase %+v", p)
+		}
+		if p.Name == "model_load" || p.Name == "engine_init" {
+			sum += p.Seconds
+		}
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("phases %v, want %v", got, want)
+	}
+	// The model load and the engine's initialization split the start (the other phases
+	// are parts of them): together they are most of it, never more than it.
+	if !(sum >= 0.25 && sum*1e3 <= st.ReadyMS) {
+		t.Errorf("phases add to %.3f s of a %.0f ms start", sum, st.ReadyMS)
+	}
+	if !strings.Contains(errb.String(), "its log: weights_load") {
+		t.Errorf("stderr does not list the phases:\n%s", errb)
+	}
+}
+
+// TestRunEngineReadyTimeout: a start longer than target.start.ready_timeout is the
+// engine's failure (exit 3), and the error quotes the end of the engine's output.
+func TestRunEngineReadyTimeout(t *testing.T) {
+	cfg := strings.Replace(startedSimConfig(t, "--start-time 60s"), "ready_timeout: 60s", "ready_timeout: 1s", 1)
+	a, _, errb := testApp(t)
+	code := a.run(context.Background(), []string{"run", "-c", writeConfig(t, cfg), "-o", t.TempDir()})
+	if code != ExitFailure || !strings.Contains(errb.String(), "not ready") || !strings.Contains(errb.String(), "ready_timeout") ||
+		!strings.Contains(errb.String(), "vLLM API server version") {
 		t.Errorf("exit %d, stderr %q", code, errb)
 	}
 }
