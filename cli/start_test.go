@@ -2,16 +2,19 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"math"
 	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/slogate/slogate/gate"
 	"github.com/slogate/slogate/result"
 	"github.com/slogate/slogate/sim"
 )
@@ -150,5 +153,62 @@ func TestRunEngineReadyTimeout(t *testing.T) {
 	if code != ExitFailure || !strings.Contains(errb.String(), "not ready") || !strings.Contains(errb.String(), "ready_timeout") ||
 		!strings.Contains(errb.String(), "vLLM API server version") {
 		t.Errorf("exit %d, stderr %q", code, errb)
+	}
+}
+
+// TestGateEngineStart: a rule on engine_start fails a candidate whose engine takes ten
+// times longer to start than the baseline's (the simulator's --start-time: 300 ms, then
+// 3 s), with one start a side judged by the ratio alone, and says so.
+func TestGateEngineStart(t *testing.T) {
+	dir := t.TempDir()
+	rules := "gate:\n  rules:\n    engine_start: {direction: lower, tolerance: 30%}\n    first_token_after_start: {max: 10m}\n"
+	write := func(name, simArgs string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(startedSimConfig(t, simArgs)+rules), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	baseCfg, candCfg := write("base.yaml", "--start-time 300ms"), write("cand.yaml", "--start-time 3s")
+	run := func(args ...string) (int, string) {
+		t.Helper()
+		a, out, errb := testApp(t)
+		code := a.run(context.Background(), args)
+		return code, out.String() + errb.String()
+	}
+	base, cand := filepath.Join(dir, "base"), filepath.Join(dir, "cand")
+	if code, log := run("run", "-c", baseCfg, "-o", base); code != ExitOK {
+		t.Fatalf("baseline run: exit %d\n%s", code, log)
+	}
+	if code, log := run("baseline", "update", "-c", baseCfg, "-r", base); code != ExitOK {
+		t.Fatalf("baseline update: exit %d\n%s", code, log)
+	}
+	if code, log := run("run", "-c", candCfg, "-o", cand); code != ExitOK {
+		t.Fatalf("candidate run: exit %d\n%s", code, log)
+	}
+	gateJSON := filepath.Join(cand, "gate.json")
+	code, log := run("gate", "-c", candCfg, "-r", cand, "--json", gateJSON)
+	if code != ExitGateFailed {
+		t.Fatalf("gate: exit %d, want %d\n%s", code, ExitGateFailed, log)
+	}
+	raw, err := os.ReadFile(gateJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res gate.Result
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]gate.MetricResult{}
+	for _, m := range res.Workloads[0].Metrics {
+		got[m.Metric] = m
+	}
+	es, ft := got["engine_start"], got["first_token_after_start"]
+	if es.Verdict != gate.Fail || es.Method != gate.MethodExact || es.Ratio == nil || *es.Ratio < 1.3 ||
+		!slices.ContainsFunc(es.Warnings, func(w string) bool { return strings.Contains(w, "no interval") }) {
+		t.Errorf("engine_start %+v", es)
+	}
+	if ft.Verdict != gate.Pass || ft.Candidate == nil || *ft.Candidate < 3000 {
+		t.Errorf("first_token_after_start %+v", ft)
 	}
 }
