@@ -142,6 +142,26 @@ func TestRunRecordsEngineStartup(t *testing.T) {
 	if !strings.Contains(errb.String(), "its log: weights_load") {
 		t.Errorf("stderr does not list the phases:\n%s", errb)
 	}
+
+	// The capacity worksheet sizes the warm pool from this measured start; --cold-start
+	// overrides it; the ramp of a 2-second run cannot be read, so --ramp gives it.
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--ramp", "6"}, ExitOK, "(measured: first token after the start of small's engine), ramp 6 req/s per minute (--ramp)"},
+		{[]string{"--ramp", "6", "--cold-start", "2m"}, ExitOK, "cold start 120 s (--cold-start)"},
+		// No ramp: the worksheet says what the warm pool needs instead of a figure.
+		{nil, ExitOK, "warm pool: not sized"},
+		{[]string{"--cold-start", "soon"}, ExitBadInput, `"soon": expected seconds above 0`},
+	} {
+		a, out, errb := testApp(t)
+		args := append([]string{"capacity", "-r", filepath.Join(dir, "small.json"), "--peak-rps", "10", "--gpu-hour-usd", "2"}, c.args...)
+		if code := a.run(context.Background(), args); code != c.code || !strings.Contains(out.String()+errb.String(), c.want) {
+			t.Errorf("%v: exit %d, want %d and %q\n%s%s", c.args, code, c.code, c.want, out, errb)
+		}
+	}
 }
 
 // TestRunEngineReadyTimeout: a start longer than target.start.ready_timeout is the
