@@ -20,6 +20,10 @@ type Measured struct {
 	Attainment, AttainmentTarget float64
 	// Warnings are added to the worksheet.
 	Warnings []string
+	// ColdStart is what the record measured of the scaling model: the start of its engine
+	// (when slogate started it) and the steepest minute of its arrivals (when they span
+	// two whole minutes); zero fields where it measured none.
+	ColdStart ColdStart
 }
 
 // FromSweep reads the operating point of an SLO-bound sweep: the per-replica rate is
@@ -66,7 +70,24 @@ func FromRun(r *result.Record) (Measured, error) {
 	if s.ClientSaturated {
 		return Measured{}, errors.New("run of " + r.Workload + " is client-saturated: the load generator, not the engine, set its rate")
 	}
-	return FromSummary(s, r.SLOAttainmentTarget), nil
+	m := FromSummary(s, r.SLOAttainmentTarget)
+	if st := r.Startup; st != nil {
+		// A replica serves from its first token; without one, from when it was ready.
+		switch {
+		case st.FirstTokenMS > 0:
+			m.ColdStart.StartS, m.ColdStart.Source = st.FirstTokenMS/1e3, "measured: first token after the start of "+r.Workload+"'s engine"
+		case st.ReadyMS > 0:
+			m.ColdStart.StartS, m.ColdStart.Source = st.ReadyMS/1e3, "measured: start of "+r.Workload+"'s engine to ready"
+		}
+	}
+	sched := make([]int64, len(r.Requests))
+	for i, q := range r.Requests {
+		sched[i] = q.SchedUS
+	}
+	if ramp, ok := SteepestMinute(sched); ok {
+		m.ColdStart.RampRPSPerMin, m.ColdStart.RampSource = ramp, "the steepest minute of "+r.Workload+"'s arrivals"
+	}
+	return m, nil
 }
 
 // FromSummary is FromRun's operating point from a run's summary alone (a baseline keeps

@@ -110,6 +110,7 @@ func (a *app) calibrate(ctx context.Context, f *workload.File, p runParams, runs
 func (a *app) measureOnce(ctx context.Context, r *measure.Runner, f *workload.File, w *workload.Workload, target, outDir string, tr measure.Trial, logName string) (*result.Record, int) {
 	p := runParams{config: f.Path, target: target, outDir: outDir}
 	var started float64
+	var startup *result.Startup
 	if f.Target.Start != nil {
 		proc, stop, code := a.launchEngineLog(ctx, r, f, p, logName)
 		if proc == nil {
@@ -117,6 +118,7 @@ func (a *app) measureOnce(ctx context.Context, r *measure.Runner, f *workload.Fi
 		}
 		defer stop()
 		started = proc.StartDuration.Seconds()
+		startup = measure.StartupOf(proc)
 	}
 	t, err := r.Prepare(ctx, f, target)
 	if err != nil {
@@ -128,6 +130,7 @@ func (a *app) measureOnce(ctx context.Context, r *measure.Runner, f *workload.Fi
 			rec.Warmup = &result.WarmupSummary{}
 		}
 		rec.Warmup.EngineStartS = started
+		rec.Startup = startup
 	}
 	switch {
 	case rec.Incomplete:

@@ -4,8 +4,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/slogate/slogate/capacity"
 	"github.com/slogate/slogate/report"
@@ -14,12 +16,16 @@ import (
 
 const capacityUsage = `slogate capacity -r RECORD [-c FILE] [--peak-rps R] [--target-utilization U]
                  [--headroom H] [--redundancy N] [--gpu-hour-usd P] [--gpus-per-replica G]
+                 [--cold-start S] [--ramp R]
 
 Prints the capacity worksheet: the GPUs a traffic profile needs and what they cost, step
 by step. RECORD is a sweep record (DIR/<name>.sweep.json: the per-replica rate is the
 highest rate within the SLO) or a run record (its throughput at the rate it happened to
 send, with a warning: that is not the highest rate the SLO allows). The traffic profile
-comes from the flags, else from the capacity: section of FILE.
+comes from the flags, else from the capacity: section of FILE. The warm pool (idle
+replicas that keep the SLO while new ones start) is sized from the cold start (--cold-start,
+else the start of the record's engine when slogate started it) and the ramp (--ramp, else
+the steepest minute of the record's arrivals).
 Exit codes: 0 the worksheet, 2 bad input (record, config, flags).`
 
 func (a *app) cmdCapacity(_ context.Context, args []string) int {
@@ -37,6 +43,9 @@ func (a *app) cmdCapacity(_ context.Context, args []string) int {
 	fs.IntVar(&t.Redundancy, "redundancy", 0, "spare `replicas` (1 for N+1)")
 	fs.Float64Var(&t.GPUHourUSD, "gpu-hour-usd", 0, "`price` of one GPU-hour in USD")
 	fs.IntVar(&gpus, "gpus-per-replica", 1, "GPUs one engine replica uses (tensor parallelism)")
+	var cold capacity.ColdStart
+	fs.Var(secondsFlag{&cold.StartS}, "cold-start", "`seconds` (or a duration: 3m) from launching a replica to its first token (default: the record's measured start)")
+	fs.Float64Var(&cold.RampRPSPerMin, "ramp", 0, "steepest rise of the arrival `rate`, req/s per minute (default: the record's steepest minute)")
 	if code, ok := a.parse(fs, args); !ok {
 		return code
 	}
@@ -93,8 +102,53 @@ func (a *app) cmdCapacity(_ context.Context, args []string) int {
 		a.errorf("capacity: %v", err)
 		return ExitBadInput
 	}
+	if set["cold-start"] {
+		cold.Source = "--cold-start"
+	} else {
+		cold.StartS, cold.Source = m.ColdStart.StartS, m.ColdStart.Source
+	}
+	if set["ramp"] {
+		cold.RampSource = "--ramp"
+	} else {
+		cold.RampRPSPerMin, cold.RampSource = m.ColdStart.RampRPSPerMin, m.ColdStart.RampSource
+	}
+	var pool *capacity.WarmPool
+	switch {
+	case cold.StartS > 0 && cold.RampSource != "":
+		if pool, err = ws.SizeWarmPool(cold); err != nil {
+			a.errorf("capacity: %v", err)
+			return ExitBadInput
+		}
+	case set["ramp"] || set["cold-start"]:
+		a.errorf("capacity: the warm pool needs both a cold start (--cold-start, or a record of an engine slogate started) and a ramp (--ramp, or a record whose arrivals span two whole minutes); have cold start %q, ramp %q",
+			cold.Source, cold.RampSource)
+		return ExitBadInput
+	}
 	report.Worksheet(a.stdout, ws, m, title)
+	report.WarmPool(a.stdout, pool, ws)
 	return ExitOK
+}
+
+// secondsFlag is a time in seconds: a number (90) or a Go duration (90s, 3m).
+type secondsFlag struct{ s *float64 }
+
+func (f secondsFlag) String() string {
+	if f.s == nil {
+		return "0"
+	}
+	return strconv.FormatFloat(*f.s, 'g', -1, 64)
+}
+
+func (f secondsFlag) Set(v string) error {
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 && !math.IsInf(s, 0) {
+		*f.s = s
+		return nil
+	}
+	if d, err := time.ParseDuration(v); err == nil && d > 0 {
+		*f.s = d.Seconds()
+		return nil
+	}
+	return fmt.Errorf("%q: expected seconds above 0 (90) or a duration (90s, 3m)", v)
 }
 
 // readMeasured reads a sweep or run record and its operating point.

@@ -171,6 +171,7 @@ func (a *app) runWorkloads(ctx context.Context, f *workload.File, p runParams) (
 					rec.Warmup = &result.WarmupSummary{}
 				}
 				rec.Warmup.EngineStartS = launched.StartDuration.Seconds()
+				rec.Startup = measure.StartupOf(launched)
 			}
 			if err := result.Write(path, rec); err != nil {
 				// The directory took the manifest before the run (a full disk, a

@@ -3,10 +3,13 @@ package engine
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"sync"
@@ -29,14 +32,51 @@ type Process struct {
 	tail    *tailBuffer
 	done    chan struct{}
 	waitErr error
-	// StartDuration is how long the engine took from exec to its first 200 on /v1/models:
+	// StartDuration is how long the engine took from exec to being ready (Startup.Ready):
 	// its cold start, reported apart from the measured window.
 	StartDuration time.Duration
+	// Startup is how the start went, step by step.
+	Startup Startup
+	log     *StartLog
+	baseURL string
 }
 
-// Launch starts the engine and waits until it answers /v1/models with 200, the ready
-// timeout passes, or the process exits. On failure the process is stopped and the error
-// quotes the end of its output.
+// Startup is one start of an engine, seen from outside (times from exec) and as its own
+// log tells it.
+type Startup struct {
+	// StartedAt is the wall clock at exec.
+	StartedAt time.Time
+	// Port is when the engine's port first accepted a TCP connection. vLLM binds it only
+	// after its engine is initialized; llama.cpp binds it first and answers 503 while it
+	// loads.
+	Port time.Duration
+	// Health is when /health first answered 200; 0 when the engine has no /health (it
+	// answered 404 or 405).
+	Health time.Duration
+	// Model is when /v1/models first answered 200 listing a model: ready to serve.
+	Model time.Duration
+	// FirstToken is when the first generated text of a first request arrived (FirstToken
+	// fills it); 0 until then, and when that request failed (FirstTokenError says why).
+	FirstToken      time.Duration
+	FirstTokenError string
+	// Phases are the steps the engine's own output named while it started.
+	Phases []StartPhase
+}
+
+// Ready is when the engine was ready: /health answered 200, or, for an engine without
+// /health, /v1/models listed a model.
+func (s Startup) Ready() time.Duration {
+	if s.Health > 0 {
+		return s.Health
+	}
+	return s.Model
+}
+
+// Launch starts the engine and waits until it answers /v1/models with 200 listing a
+// model, the ready timeout passes, or the process exits. On failure the process is
+// stopped and the error quotes the end of its output. On the way it times the port's
+// first accepted connection and /health's first 200, and reads the startup phases its
+// output names (StartLog).
 func Launch(ctx context.Context, s LaunchSpec) (*Process, error) {
 	if len(s.Command) == 0 {
 		return nil, errors.New("target.start.command is empty")
@@ -44,50 +84,145 @@ func Launch(ctx context.Context, s LaunchSpec) (*Process, error) {
 	if s.ReadyTimeout <= 0 {
 		s.ReadyTimeout = 20 * time.Minute
 	}
-	p := &Process{tail: &tailBuffer{max: 4096}, done: make(chan struct{})}
+	p := &Process{tail: &tailBuffer{max: 4096}, done: make(chan struct{}), baseURL: baseURL(s.BaseURL)}
 	cmd := exec.Command(s.Command[0], s.Command[1:]...)
 	cmd.Env = append(os.Environ(), s.Env...)
-	var out io.Writer = p.tail
+	start := time.Now()
+	p.log = NewStartLog(start, nil)
+	out := []io.Writer{p.tail, p.log}
 	if s.Log != nil {
-		out = io.MultiWriter(s.Log, p.tail)
+		out = append(out, s.Log)
 	}
-	cmd.Stdout, cmd.Stderr = out, out
+	w := io.MultiWriter(out...)
+	cmd.Stdout, cmd.Stderr = w, w
 	// Its own process group, so that stopping it also stops the workers it forks.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting the engine %q: %w", s.Command[0], err)
 	}
+	p.Startup.StartedAt = start
 	p.cmd = cmd
 	go func() { p.waitErr = cmd.Wait(); close(p.done) }()
 
 	ready := time.NewTimer(s.ReadyTimeout)
 	defer ready.Stop()
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
 	client := &http.Client{Timeout: 2 * time.Second}
-	url := baseURL(s.BaseURL) + "/v1/models"
-	for {
-		if req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil); err == nil {
-			if resp, err := client.Do(req); err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					p.StartDuration = time.Since(start)
-					return p, nil
-				}
+	base := p.baseURL
+	hostport := ""
+	if u, err := url.Parse(base); err == nil {
+		port := u.Port()
+		if port == "" {
+			port = "80"
+			if u.Scheme == "https" {
+				port = "443"
 			}
+		}
+		hostport = net.JoinHostPort(u.Hostname(), port)
+	}
+	noHealth := false
+	for {
+		st := &p.Startup
+		if st.Port == 0 && hostport != "" {
+			if c, err := net.DialTimeout("tcp", hostport, time.Second); err == nil {
+				c.Close()
+				st.Port = time.Since(start)
+			}
+		}
+		if st.Port > 0 && st.Health == 0 && !noHealth {
+			switch code := probe(ctx, client, base+"/health"); code {
+			case http.StatusOK:
+				st.Health = time.Since(start)
+			case http.StatusNotFound, http.StatusMethodNotAllowed:
+				noHealth = true
+			}
+		}
+		if st.Port > 0 && listsModel(ctx, client, base+"/v1/models") {
+			st.Model = time.Since(start)
+			st.Phases = p.log.Phases()
+			p.StartDuration = st.Ready()
+			return p, nil
 		}
 		select {
 		case <-p.done:
 			return nil, fmt.Errorf("the engine exited before it was ready (%v); its last output:\n%s", p.waitErr, p.tail.String())
 		case <-ready.C:
 			p.Stop()
-			return nil, fmt.Errorf("the engine was not ready at %s after %s (target.start.ready_timeout); its last output:\n%s", url, s.ReadyTimeout, p.tail.String())
+			return nil, fmt.Errorf("the engine was not ready at %s after %s (target.start.ready_timeout); its last output:\n%s", base+"/v1/models", s.ReadyTimeout, p.tail.String())
 		case <-ctx.Done():
 			p.Stop()
 			return nil, ctx.Err()
-		case <-tick.C:
+		case <-time.After(pollInterval(time.Since(start))):
 		}
+	}
+}
+
+// pollInterval is the wait between two readiness probes: short while the engine is young,
+// so that a start of a second is timed to a few percent, and at most 250 ms, so that a
+// start of minutes is not probed thousands of times.
+func pollInterval(elapsed time.Duration) time.Duration {
+	return min(250*time.Millisecond, max(10*time.Millisecond, elapsed/50))
+}
+
+// probe is the status of a GET of u, 0 when none came.
+func probe(ctx context.Context, c *http.Client, u string) int {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return 0
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// listsModel reports whether GET u (/v1/models) answers 200 with at least one model: an
+// engine may answer the route before its model is in the list.
+func listsModel(ctx context.Context, c *http.Client, u string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return false
+	}
+	var list struct {
+		Data []json.RawMessage `json:"data"`
+		// Ollama's native list, for a base URL without /v1 support.
+		Models []json.RawMessage `json:"models"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(&list); err != nil {
+		return false
+	}
+	return len(list.Data)+len(list.Models) > 0
+}
+
+// FirstToken sends one short streaming request, req, and records in Startup when its
+// first generated text arrived, counted from exec: how long a user of a freshly started
+// engine waits for a first token. A failed request leaves FirstToken 0 and says why in
+// FirstTokenError; it does not fail the start, as the measured run judges the engine.
+func (p *Process) FirstToken(ctx context.Context, req *Request, apiKey string) {
+	c := NewClient(ClientOptions{BaseURL: p.baseURL, APIKey: apiKey, Model: req.Model, Epoch: p.Startup.StartedAt})
+	defer c.CloseIdleConnections()
+	var res Result
+	c.Stream(ctx, req, &res)
+	switch {
+	case res.First > 0:
+		p.Startup.FirstToken = res.First
+	case res.ErrReason != "":
+		p.Startup.FirstTokenError = res.ErrReason
+		if res.ErrDetail != "" {
+			p.Startup.FirstTokenError += ": " + res.ErrDetail
+		}
+	default:
+		p.Startup.FirstTokenError = "no generated text"
 	}
 }
 

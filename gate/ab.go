@@ -220,7 +220,7 @@ func judgeAB(cfg *workload.File, name string, recs []*result.Record, rules []wor
 		switch def.kind {
 		case kindSweep:
 			continue
-		case kindExact:
+		case kindExact, kindStart:
 			var bruns, cruns []*run
 			for _, b := range ab {
 				if b.candidate {

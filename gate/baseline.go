@@ -66,6 +66,10 @@ type Trial struct {
 	Requests Columns        `json:"requests"`
 	// Timeline is for the report's charts over time; absent in older baselines.
 	Timeline *Timeline `json:"timeline,omitempty"`
+	// Startup is the start of the engine the trial was measured on (target.start), for
+	// the engine_start and first_token_after_start rules; absent when slogate did not
+	// start it.
+	Startup *result.Startup `json:"startup,omitempty"`
 }
 
 // Columns are the per-request values of one trial, one entry per measured request, in
@@ -97,6 +101,9 @@ type run struct {
 	tokens  []int
 	ok, met []bool
 	itl     [][]float64 // sketch values, µs, ascending per request
+	// start is the start of the engine the run was measured on (target.start); nil when
+	// slogate did not start it.
+	start *result.Startup
 }
 
 func (r *run) len() int { return len(r.ok) }
@@ -248,6 +255,7 @@ func FromRecords(recs []*result.Record, now time.Time) (*Baseline, error) {
 			Summary:  r.Summary,
 			Requests: columnsOf(r),
 			Timeline: timelineOf(r),
+			Startup:  r.Startup,
 		})
 		b.runs = append(b.runs, runOf(r))
 	}
@@ -326,6 +334,7 @@ func runOf(rec *result.Record) *run {
 		window:  rec.Summary.DurationS,
 		span:    rec.Summary.ArrivalSpanS,
 		summary: &rec.Summary,
+		start:   rec.Startup,
 		ttft:    make([]int64, n), tpot: make([]int64, n), e2e: make([]int64, n),
 		tokens: make([]int, n),
 		ok:     make([]bool, n), met: make([]bool, n),
@@ -370,7 +379,7 @@ func (t *Trial) decode() (*run, error) {
 		}
 	}
 	r := &run{
-		trial: t.Trial, window: t.WindowS, span: t.Summary.ArrivalSpanS, summary: &t.Summary,
+		trial: t.Trial, window: t.WindowS, span: t.Summary.ArrivalSpanS, summary: &t.Summary, start: t.Startup,
 		ttft: c.TTFTUS, tpot: c.TPOTUS, e2e: c.E2EUS, tokens: c.OutputTokens,
 		ok: make([]bool, n), met: make([]bool, n), itl: make([][]float64, n),
 	}

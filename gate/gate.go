@@ -558,6 +558,9 @@ func provenance(wr *WorkloadResult, cand *result.Source, b *Baseline) []Verdict 
 func noSpan(r *run) bool { return !(r.span > 0) }
 
 func evalRule(rule workload.Rule, def metricDef, base, cand []*run, cal *Calibration, g workload.GateConfig) (MetricResult, bool) {
+	if def.kind == kindStart {
+		return evalStart(rule, def, base, cand, g)
+	}
 	m := MetricResult{Metric: rule.Metric, Unit: def.unit, Tolerance: rule.Tolerance, Max: rule.Max, Min: rule.Min, Method: MethodNone}
 	absolute := rule.Max != nil || rule.Min != nil
 	relative := rule.Direction != "" || rule.Tolerance > 0 || !absolute

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/slogate/slogate/gate/stats"
+	"github.com/slogate/slogate/result"
 )
 
 // Units of MetricResult values.
@@ -23,6 +24,7 @@ const (
 	kindBootstrap = iota // recomputed on resamples of whole requests
 	kindExact            // deterministic: the tolerance alone (DESIGN §5)
 	kindSweep            // from sweep records, not runs: judged by evalSweep
+	kindStart            // one value per start of the engine (target.start): judged by evalStart
 )
 
 // metricDef says how to compute a rule's metric from a run and which way is better.
@@ -39,6 +41,8 @@ type metricDef struct {
 	exact func(r *run) (float64, bool)
 	// missing says why a value is absent (kindExact without a value).
 	missing string
+	// start is the value of one start in ms (kindStart); false when it has none.
+	start func(s *result.Startup) (float64, bool)
 	// notes are said of every comparison of this metric.
 	notes []string
 }
@@ -76,6 +80,12 @@ func lookupMetric(name string) (metricDef, error) {
 			missing: "no KV-limited concurrency: the engine reported no KV capacity, and the config gives no kv_bytes_per_token to derive it"}, nil
 	case "max_sustainable_rps":
 		return metricDef{name: name, unit: UnitRPS, natural: stats.HigherIsBetter, kind: kindSweep, scale: 1}, nil
+	case "engine_start":
+		return metricDef{name: name, unit: UnitMS, natural: stats.LowerIsBetter, kind: kindStart, scale: 1,
+			start: func(s *result.Startup) (float64, bool) { return s.ReadyMS, s.ReadyMS > 0 }}, nil
+	case "first_token_after_start":
+		return metricDef{name: name, unit: UnitMS, natural: stats.LowerIsBetter, kind: kindStart, scale: 1,
+			start: func(s *result.Startup) (float64, bool) { return s.FirstTokenMS, s.FirstTokenMS > 0 }}, nil
 	}
 	m, stat, ok := strings.Cut(name, "_")
 	if !ok || !slices.Contains([]string{"ttft", "tpot", "itl", "e2e"}, m) {

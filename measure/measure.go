@@ -262,8 +262,52 @@ func (r *Runner) Launch(ctx context.Context, f *workload.File, override string, 
 	if err != nil {
 		return nil, nil, err
 	}
-	r.logf("engine ready after %s", proc.StartDuration.Round(time.Millisecond))
+	// The first token after a start, sent before anything else reaches the engine: what a
+	// user of a freshly started replica waits for, compilation on first use included.
+	key := ""
+	if f.Target.APIKeyEnv != "" {
+		key = r.getenv(f.Target.APIKeyEnv)
+	}
+	fctx, cancel := r.preflight(ctx)
+	proc.FirstToken(fctx, &engine.Request{API: f.Target.API, Model: f.Model.Name, Prompt: FirstTokenPrompt, MaxTokens: 4}, key)
+	cancel()
+	up := proc.Startup
+	r.logf("engine ready after %s (port %s, first token %s)%s", up.Ready().Round(time.Millisecond), up.Port.Round(time.Millisecond),
+		up.FirstToken.Round(time.Millisecond), phaseNote(up.Phases))
+	if up.FirstTokenError != "" {
+		r.logf("warning: the first request after the start failed (%s): first_token_after_start is not measured", up.FirstTokenError)
+	}
 	return proc, proc.Stop, nil
+}
+
+// FirstTokenPrompt is the prompt of the request that times the first token after a start.
+const FirstTokenPrompt = "The first request after a start:"
+
+// phaseNote lists the startup phases the engine's output named, for the log line.
+func phaseNote(ps []engine.StartPhase) string {
+	if len(ps) == 0 {
+		return ""
+	}
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		parts[i] = fmt.Sprintf("%s %.2f s", p.Name, p.Seconds)
+	}
+	return "; its log: " + strings.Join(parts, ", ")
+}
+
+// StartupOf is the record's form of a started engine's start; nil for none.
+func StartupOf(proc *engine.Process) *result.Startup {
+	if proc == nil {
+		return nil
+	}
+	st := proc.Startup
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 }
+	out := &result.Startup{StartedAt: st.StartedAt.UTC().Round(0), PortMS: ms(st.Port), HealthMS: ms(st.Health), ModelMS: ms(st.Model),
+		ReadyMS: ms(st.Ready()), FirstTokenMS: ms(st.FirstToken), FirstTokenError: st.FirstTokenError}
+	for _, p := range st.Phases {
+		out.Phases = append(out.Phases, result.StartPhase{Name: p.Name, Seconds: p.Seconds, Source: p.Source, AtMS: ms(p.At), Line: p.Line})
+	}
+	return out
 }
 
 // SelectWorkloads returns the workloads named, in file order, or all of them.

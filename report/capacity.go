@@ -209,3 +209,22 @@ func capNum(v float64) string {
 	}
 	return strconv.FormatFloat(v, 'g', 4, 64)
 }
+
+// WarmPool prints the warm pool after the worksheet: the idle replicas that keep the SLO
+// while new ones start, and what they cost; a line saying what is missing when pool is
+// nil.
+func WarmPool(w io.Writer, p *capacity.WarmPool, ws *capacity.Worksheet) {
+	if p == nil {
+		fmt.Fprintf(w, "warm pool: not sized: it needs a cold start (--cold-start, or a record of an engine slogate started with target.start) and a ramp (--ramp, or arrivals over two whole minutes)\n")
+		return
+	}
+	c := p.ColdStart
+	fmt.Fprintf(w, "warm pool: cold start %s s (%s), ramp %s req/s per minute (%s)\n", capNum(c.StartS), c.Source, capNum(c.RampRPSPerMin), c.RampSource)
+	fmt.Fprintf(w, " 10. load added during one cold start = %s req/s/min × %s s / 60 = %s req/s\n", capNum(c.RampRPSPerMin), capNum(c.StartS), capNum(p.RiseRPS))
+	fmt.Fprintf(w, "     per replica = %s req/s × %s utilization = %s req/s\n", capNum(ws.Operating.SustainableRPS), capNum(ws.Traffic.TargetUtilization), capNum(p.PerReplicaRPS))
+	fmt.Fprintf(w, "     warm replicas = ceil(%s / %s) = %d (%d GPU%s), kept idle beside the fleet", capNum(p.RiseRPS), capNum(p.PerReplicaRPS), p.Replicas, p.GPUs, capPlural(p.GPUs))
+	if ws.Traffic.GPUHourUSD > 0 {
+		fmt.Fprintf(w, ": %d × %s = %s per hour", p.GPUs, capUSD(ws.Traffic.GPUHourUSD), capUSD(p.HourlyUSD))
+	}
+	fmt.Fprintln(w)
+}

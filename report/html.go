@@ -313,6 +313,14 @@ func figureRows(rs []run) []row {
 			return out + errorList(w.Errors)
 		}))
 	}
+	if slices.ContainsFunc(rs, func(x run) bool { return x.rec.Startup != nil }) {
+		rows = append(rows, each("engine start", rs, func(r *result.Record) string {
+			if r.Startup == nil {
+				return "not started by slogate"
+			}
+			return startupText(r.Startup)
+		}))
+	}
 	if slices.ContainsFunc(rs, func(x run) bool { return x.rec.Summary.PrefixCache != nil }) {
 		rows = append(rows, each("prefix-cache hits over the window", rs, func(r *result.Record) string {
 			pc := r.Summary.PrefixCache

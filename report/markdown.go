@@ -287,6 +287,9 @@ func recordDetails(b *strings.Builder, r *result.Record, w gate.WorkloadResult) 
 		}
 		b.WriteString("\n")
 	}
+	if st := r.Startup; st != nil {
+		fmt.Fprintf(b, "- Engine start: %s\n", esc(startupText(st)))
+	}
 	if l := s.LittleLaw; l != nil {
 		flag := "holds"
 		if l.Flagged {

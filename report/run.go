@@ -67,6 +67,9 @@ func RunTable(w io.Writer, rec *result.Record, path string) {
 	fmt.Fprintf(w, "prompt tokens p50/p95 target %s/%s achieved %s/%s; output tokens target %s/%s achieved %s/%s; early stops %d\n",
 		num(l.PromptTarget.P50), num(l.PromptTarget.P95), num(l.Prompt.P50), num(l.Prompt.P95),
 		num(l.OutputTarget.P50), num(l.OutputTarget.P95), num(l.Output.P50), num(l.Output.P95), s.EarlyStops)
+	if st := rec.Startup; st != nil {
+		fmt.Fprintf(w, "engine start: %s\n", startupText(st))
+	}
 	if wu := rec.Warmup; wu != nil {
 		fmt.Fprintf(w, "warm-up: %d requests, cold TTFT %s ms (excluded from the metrics above)\n", wu.Requests, num(wu.ColdTTFTms))
 	}

@@ -81,6 +81,9 @@ type Record struct {
 	Summary Summary `json:"summary"`
 	// Warmup summarizes the warm-up phase, excluded from Summary.
 	Warmup *WarmupSummary `json:"warmup,omitempty"`
+	// Startup is the start of the engine this run was measured on, when slogate started
+	// it (target.start); nil otherwise.
+	Startup *Startup `json:"startup,omitempty"`
 	// Priming summarizes the priming pass of a warm run (prefix_cache: warm), sent after
 	// the warm-up and before the window, excluded from Summary; nil for other modes.
 	Priming *PrimingSummary `json:"priming,omitempty"`

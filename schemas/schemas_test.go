@@ -156,6 +156,9 @@ func TestProducedFiles(t *testing.T) {
 		gatetest.Record(1, gatetest.Spec{Hash: h, Requests: 200, KVConcurrency: 40}),
 		gatetest.Record(2, gatetest.Spec{Hash: h, Requests: 200, KVConcurrency: 40, ErrorRate: 0.05}),
 	}
+	// A run on an engine slogate started carries its start, into its baseline too.
+	native[0].Startup = &result.Startup{StartedAt: time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC), PortMS: 41000, HealthMS: 41002, ModelMS: 41010, ReadyMS: 41002, FirstTokenMS: 41350,
+		Phases: []result.StartPhase{{Name: "weights_load", Seconds: 24.84, Source: "log", AtMS: 27000, Line: "INFO 05-06 20:59:57 [default_loader.py:267] Loading weights took 24.84 seconds"}}}
 	recs := append([]*result.Record(nil), native...)
 	for _, c := range []struct{ tool, file, cfg, workload string }{
 		{interop.ToolVLLM, "vllm/candidate.json", "slogate.yaml", "vllm-chat"},

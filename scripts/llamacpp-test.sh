@@ -77,6 +77,8 @@ for np in $CONFIGS; do
 	. "$LLAMACPP_STATE"
 	log "start -np $np: $((SECONDS - t)) s (server pid $LLAMACPP_PID, $LLAMACPP_URL)"
 	export SLOGATE_LLAMACPP_URL=$LLAMACPP_URL SLOGATE_LLAMACPP_PARALLEL=$np SLOGATE_LLAMACPP_CTX=2048
+	# The binary and the model, for the check that starts a server of its own (target.start).
+	export SLOGATE_LLAMACPP_BIN=$LLAMACPP_BIN SLOGATE_LLAMACPP_MODEL=$LLAMACPP_MODEL
 	for pkg in ./engine/ ./cli/; do
 		phase="tests of $pkg (-np $np)"
 		t=$SECONDS

@@ -209,8 +209,8 @@ cmd_start() {
 	kill -0 "$pid" 2>/dev/null || die "llama-server exited (is port $port taken by another server?)"
 	log "server healthy: $(curl -fsS --max-time 5 "$url/health")"
 
-	printf 'LLAMACPP_URL=%s\nLLAMACPP_PID=%s\nLLAMACPP_DIR=%s\nLLAMACPP_LOG=%s\nLLAMACPP_PARALLEL=%s\nLLAMACPP_CTX=%s\n' \
-		"$url" "$pid" "$dir" "$logf" "$parallel" "${LLAMACPP_CTX:-2048}" >"$LLAMACPP_STATE"
+	printf 'LLAMACPP_URL=%s\nLLAMACPP_PID=%s\nLLAMACPP_DIR=%s\nLLAMACPP_LOG=%s\nLLAMACPP_PARALLEL=%s\nLLAMACPP_CTX=%s\nLLAMACPP_BIN=%s\nLLAMACPP_MODEL=%s\n' \
+		"$url" "$pid" "$dir" "$logf" "$parallel" "${LLAMACPP_CTX:-2048}" "$LLAMACPP_BIN" "$model" >"$LLAMACPP_STATE"
 	trap - EXIT INT TERM
 	log "state in $LLAMACPP_STATE"
 	cat "$LLAMACPP_STATE"

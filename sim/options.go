@@ -31,6 +31,10 @@ type Options struct {
 	TokensPerChunk int
 	// Noise is between-run noise (noise.go); the zero Noise is none.
 	Noise Noise
+	// StartTime is how long Serve takes to start before it accepts a connection, as vLLM
+	// binds its port only after its engine is initialized; it prints vLLM's startup lines
+	// for the phases that split it (starttime.go). 0: it listens at once.
+	StartTime time.Duration
 	// Now is the wall clock, used only for the "created" field of responses; the step
 	// loop runs on the monotonic clock because simulating time means sleeping in it.
 	// Nil means time.Now.
@@ -138,6 +142,7 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.Faults.SlowStart, "slow-start", o.Faults.SlowStart, "answer 503 (and /health 503) for this long after start")
 	fs.Float64Var(&o.Faults.Slowdown, "slowdown", cmp.Or(o.Faults.Slowdown, 1), "multiply every step time by this factor (shows a regression)")
 	fs.IntVar(&o.Faults.KVBlocks, "kv-blocks", o.Faults.KVBlocks, "override the profile's number of KV blocks (0: the profile's)")
+	fs.DurationVar(&o.StartTime, "start-time", o.StartTime, "take this long to start (weights, compile, graph capture, engine init, logged as vLLM does) before accepting connections")
 	o.bindNoise(fs)
 }
 
@@ -152,6 +157,9 @@ func (o Options) effective() (Profile, string, error) {
 	}
 	if err := p.Validate(); err != nil {
 		return p, "", err
+	}
+	if o.StartTime < 0 {
+		return Profile{}, "", fmt.Errorf("start time %s < 0", o.StartTime)
 	}
 	if o.TokensPerChunk < 0 {
 		return Profile{}, "", fmt.Errorf("tokens per chunk %d < 0", o.TokensPerChunk)

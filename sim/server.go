@@ -710,6 +710,11 @@ func Serve(ctx context.Context, addr string, o Options, log io.Writer) error {
 		return err
 	}
 	defer srv.Close()
+	if o.StartTime > 0 {
+		if !startUp(ctx, o.StartTime, srv.version, addr, log, o.Now) {
+			return nil
+		}
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err

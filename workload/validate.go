@@ -22,7 +22,7 @@ var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Rule metrics. Latency metrics are <ttft|tpot|itl|e2e>_<stat>.
 var (
-	ruleMetrics  = []string{"goodput", "throughput", "output_tokens_per_s", "slo_attainment", "error_rate", "kv_concurrency", "max_sustainable_rps"}
+	ruleMetrics  = []string{"goodput", "throughput", "output_tokens_per_s", "slo_attainment", "error_rate", "kv_concurrency", "max_sustainable_rps", "engine_start", "first_token_after_start"}
 	latencyStats = []string{"p50", "p90", "p95", "p99", "p999", "max", "mean"}
 )
 
@@ -35,6 +35,12 @@ func IsRuleMetric(name string) bool {
 
 func validRuleMetric(name string) bool {
 	return slices.Contains(ruleMetrics, name) || isLatencyMetric(name)
+}
+
+// IsStartMetric reports whether a rule's metric is a time of a started engine's start
+// (target.start), judged over starts rather than requests.
+func IsStartMetric(name string) bool {
+	return name == "engine_start" || name == "first_token_after_start"
 }
 
 func isLatencyMetric(name string) bool {
@@ -54,7 +60,7 @@ func metricUnit(name string) unit {
 	switch {
 	case name == "error_rate" || name == "slo_attainment":
 		return unitFraction
-	case isLatencyMetric(name):
+	case isLatencyMetric(name) || IsStartMetric(name):
 		return unitLatency
 	}
 	return unitNumber
