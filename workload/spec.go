@@ -23,16 +23,16 @@ type File struct {
 
 // Target says where and how to talk to the engine under test.
 type Target struct {
-	URL       string      // OpenAI-compatible base URL, e.g. http://127.0.0.1:8000
-	API       string      // "chat" or "completions"
-	Engine    string      // auto|vllm|sglang|tgi|trtllm|llamacpp|ollama|sim|openai
-	APIKeyEnv string      // name of the environment variable holding the API key; "" for none
-	Image     string      // engine container image, recorded in the environment (optional)
-	Start     *StartSpec  // optional: slogate starts the engine and stops it afterwards
+	URL       string     // OpenAI-compatible base URL, e.g. http://127.0.0.1:8000
+	API       string     // "chat" or "completions"
+	Engine    string     // auto|vllm|sglang|tgi|trtllm|llamacpp|ollama|sim|openai
+	APIKeyEnv string     // name of the environment variable holding the API key; "" for none
+	Image     string     // engine container image, recorded in the environment (optional)
+	Start     *StartSpec // optional: slogate starts the engine and stops it afterwards
 	// Swap says how an A/B job puts this engine aside between its blocks and brings it
 	// back; nil: as target.start says (a restart per block, or nothing).
-	Swap *SwapSpec
-	Metrics   MetricsSpec // server-side metric scraping
+	Swap    *SwapSpec
+	Metrics MetricsSpec // server-side metric scraping
 	// KVUnified declares whether the engine's slots share one KV cache (llama.cpp
 	// --kv-unified, llama-server's default without -np) or each own their context (-np
 	// N). llama.cpp does not expose it; nil: not declared (a shared cache is assumed and
