@@ -27,6 +27,9 @@ type Options struct {
 	TokensPerChunk int
 	// Noise is between-run noise (noise.go); the zero Noise is none.
 	Noise Noise
+	// Swap configures sleep and memory release (swap.go); the zero Swap serves neither
+	// vLLM's sleep endpoints nor an effective release.
+	Swap Swap
 	// Now is the wall clock, used only for the "created" field of responses; the step
 	// loop runs on the monotonic clock because simulating time means sleeping in it.
 	// Nil means time.Now.
@@ -134,6 +137,7 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.Float64Var(&o.Faults.Slowdown, "slowdown", cmp.Or(o.Faults.Slowdown, 1), "multiply every step time by this factor (shows a regression)")
 	fs.IntVar(&o.Faults.KVBlocks, "kv-blocks", o.Faults.KVBlocks, "override the profile's number of KV blocks (0: the profile's)")
 	o.bindNoise(fs)
+	o.bindSwap(fs)
 }
 
 // effective returns the profile after the overrides of o, and the served model name.
@@ -155,6 +159,9 @@ func (o Options) effective() (Profile, string, error) {
 		return p, "", err
 	}
 	if err := o.Noise.Validate(); err != nil {
+		return p, "", err
+	}
+	if err := o.Swap.validate(); err != nil {
 		return p, "", err
 	}
 	// As vLLM refuses to start when the KV cache cannot hold one max-length sequence,
