@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -205,4 +208,74 @@ func TestWakeOutlivesItsClient(t *testing.T) {
 		t.Fatalf("during the wake: %d %s", st, body)
 	}
 	r.Close() // must not wait for the hour
+}
+
+// TestSwapFixtures: the simulator answers each exchange of testdata/engines/swap/ as the
+// engine does (status, and the body's fields), in the order an A/B job sends them.
+func TestSwapFixtures(t *testing.T) {
+	o := tinyOpts()
+	o.Swap = Swap{SleepMode: true, DevMode: true, MemorySaver: true}
+	r, c, _ := start(t, o)
+	off, offc, _ := start(t, tinyOpts())
+	for _, f := range []struct {
+		name string
+		url  string
+		hc   *http.Client
+	}{
+		{"vllm_is_sleeping_awake.txt", r.URL, c},
+		{"vllm_sleep.txt", r.URL, c},
+		{"vllm_is_sleeping_asleep.txt", r.URL, c},
+		{"vllm_wake_up.txt", r.URL, c},
+		{"sglang_server_info.txt", r.URL, c},
+		{"sglang_release.txt", r.URL, c},
+		{"sglang_resume.txt", r.URL, c},
+		// Without dev mode the route is not there (the body is Go's 404, not FastAPI's).
+		{"vllm_no_dev_mode.txt", off.URL, offc},
+	} {
+		raw, err := os.ReadFile(filepath.Join("..", "testdata", "engines", "swap", f.name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, rest, _ := strings.Cut(string(raw), "--- request\n")
+		reqPart, respPart, _ := strings.Cut(rest, "--- response ")
+		line, reqBody, _ := strings.Cut(reqPart, "\n")
+		status, wantBody, _ := strings.Cut(respPart, "\n")
+		method, path, _ := strings.Cut(line, " ")
+		hr, _ := http.NewRequest(method, f.url+path, strings.NewReader(strings.TrimSpace(reqBody)))
+		resp, err := f.hc.Do(hr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strconv.Itoa(resp.StatusCode) != strings.TrimSpace(status) {
+			t.Errorf("%s: status %d, want %s", f.name, resp.StatusCode, status)
+			continue
+		}
+		if resp.StatusCode != http.StatusOK {
+			continue
+		}
+		want, got := strings.TrimSpace(wantBody), strings.TrimSpace(string(b))
+		if want == "" || got == "" {
+			if want != got {
+				t.Errorf("%s: body %q, want %q", f.name, got, want)
+			}
+			continue
+		}
+		var wv, gv any
+		if json.Unmarshal([]byte(want), &wv) != nil || json.Unmarshal([]byte(got), &gv) != nil {
+			t.Errorf("%s: body %q, want JSON like %q", f.name, got, want)
+			continue
+		}
+		if wm, ok := wv.(map[string]any); ok {
+			gm, _ := gv.(map[string]any)
+			for k, v := range wm {
+				if gm[k] != v {
+					t.Errorf("%s: %s is %v, want %v", f.name, k, gm[k], v)
+				}
+			}
+		} else if wv != gv {
+			t.Errorf("%s: body %q, want %q", f.name, got, want)
+		}
+	}
 }
