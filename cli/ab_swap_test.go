@@ -193,3 +193,39 @@ func TestABWakeTimeoutKeepsBlocks(t *testing.T) {
 		t.Errorf("block 2 has files though its engine never woke: %v", got)
 	}
 }
+
+// TestABSwapStartsEachEngineOnce: with target.start and target.swap, each engine is
+// started once for the job (its start counted on the first block), slept and woken
+// between blocks, and stopped at the end; no block starts an engine.
+func TestABSwapStartsEachEngineOnce(t *testing.T) {
+	withSwap := func(simArgs string) string {
+		cfg := startedSimConfig(t, simArgs)
+		return writeConfig(t, strings.Replace(cfg, "  start:\n", "  swap: {mode: sleep}\n  start:\n", 1))
+	}
+	base, cand := withSwap("--sleep-mode --dev-mode --wake-time 50ms"), withSwap("--sleep-mode --dev-mode --wake-time 50ms")
+	dir := t.TempDir()
+	a, out, errb := testApp(t)
+	if code := a.run(context.Background(), []string{"ab", "-c", cand, "--baseline-config", base, "--blocks", "4", "-o", dir}); code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errb)
+	}
+	var res gate.Result
+	raw, _ := os.ReadFile(filepath.Join(dir, "gate.json"))
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatal(err)
+	}
+	if s := res.Workloads[0].Swap; s == nil || s.Mode != "sleep" || s.Starts != 2 || s.StartS <= 0 || s.Sleeps != 4 || s.Wakes != 3 {
+		t.Fatalf("job totals %+v, want 2 starts, 4 sleeps, 3 wakes", s)
+	}
+	first, err := result.Read(filepath.Join(dir, "small.ab1.baseline.json"))
+	if err != nil || first.AB.Swap.Starts != 2 || first.AB.Restarted {
+		t.Fatalf("block 1 (%v): %+v", err, first.AB)
+	}
+	for _, side := range []string{result.SideBaseline, result.SideCandidate} {
+		if _, err := os.Stat(filepath.Join(dir, "engine."+side+".log")); err != nil {
+			t.Error(err)
+		}
+	}
+	if logs, _ := filepath.Glob(filepath.Join(dir, "engine.ab*.log")); len(logs) != 0 {
+		t.Errorf("blocks started engines: %v", logs)
+	}
+}
