@@ -61,6 +61,9 @@ type Swapper struct {
 	r      *Runner
 	sides  []*swapSide
 	active int // the side last brought up; -1 before the first block
+	// ready is set once every side has been checked and put aside: a refusal after
+	// that, of an endpoint that worked before, is the engine's failure, not bad input.
+	ready bool
 }
 
 type swapSide struct {
@@ -118,6 +121,11 @@ func (r *Runner) NewSwapper(ctx context.Context, sides []ABSide, launch LaunchFu
 			s.pending.Starts++
 			s.pending.StartS += started.Seconds()
 		}
+		if s.mode == workload.SwapResident {
+			// Never put aside, so never woken: each block's own identification is
+			// enough.
+			continue
+		}
 		if s.id, err = sw.identify(ctx, s); err != nil {
 			return sw, err
 		}
@@ -128,6 +136,7 @@ func (r *Runner) NewSwapper(ctx context.Context, sides []ABSide, launch LaunchFu
 			return sw, err
 		}
 	}
+	sw.ready = true
 	return sw, nil
 }
 
@@ -154,10 +163,11 @@ func (sw *Swapper) probe(ctx context.Context, s *swapSide) error {
 	return sw.classify(s, err)
 }
 
-// classify makes a refusal of the declared endpoints bad input, naming the config.
+// classify makes a refusal of the declared endpoints before any block bad input, naming
+// the config.
 func (sw *Swapper) classify(s *swapSide, err error) error {
 	var un *engine.SwapUnsupportedError
-	if errors.As(err, &un) {
+	if !sw.ready && errors.As(err, &un) {
 		return &BadInputError{Err: fmt.Errorf("%s: target.swap.mode %s for the %s side: %w", s.File.Path, s.mode, s.Name, err)}
 	}
 	return err
