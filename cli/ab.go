@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -22,7 +23,9 @@ the blocks' spread as well as the requests (a drift over the job that both engin
 share is taken out). The baseline side uses --baseline-config (default FILE) and
 --baseline-target; the candidate side FILE and --candidate-target. A side whose config
 has target.start has its engine started afresh for each of its blocks and stopped after
-it, so two engines can take turns on one GPU. Writes each block's record
+it, so two engines can take turns on one GPU; with target.swap the engines stay up and
+the idle one is put aside instead (vLLM's sleep mode, SGLang's memory release, or both
+resident), checked before any block (docs/swap.md). Writes each block's record
 (DIR/<workload>.ab<K>.<side>.json), gate.json, comment.md and report.html as gate and ci
 do (docs/noise.md).
 Exit codes: 0 pass, 1 the gate failed, 2 bad input, 3 an engine or the tool failed.`
@@ -96,6 +99,12 @@ func (a *app) abJob(ctx context.Context, p abParams) (*gate.Result, []*result.Re
 	}
 	layout := gate.Layout(p.blocks)
 	r := a.runner()
+	sides := []measure.ABSide{{Name: result.SideBaseline, File: p.base, Override: p.baseTarget}, {Name: result.SideCandidate, File: p.cand, Override: p.candTarget}}
+	sw, err := r.NewSwapper(ctx, sides, a.launchSide(r, p.outDir))
+	if err != nil {
+		return nil, nil, a.measureError(err)
+	}
+	defer sw.Close()
 	var all, cand []*result.Record
 	for _, w := range selected {
 		bw := w
@@ -111,16 +120,32 @@ func (a *app) abJob(ctx context.Context, p abParams) (*gate.Result, []*result.Re
 			fmt.Fprintf(a.stderr, "slogate: warning: %s differs between the two configs (hash %s and %s): the gate will call it incomparable\n", w.Name, hb, hc)
 		}
 		for k, side := range layout {
-			f, wl, target, name := p.base, bw, p.baseTarget, result.SideBaseline
+			i, wl := 0, bw
 			if side == 'B' {
-				f, wl, target, name = p.cand, w, p.candTarget, result.SideCandidate
+				i, wl = 1, w
+			}
+			f, target, name := sides[i].File, sides[i].Override, sides[i].Name
+			cost, err := sw.Bring(ctx, i, wl.PrefixCache.Mode == workload.PrefixCold && !wl.SharesPrefixes())
+			if err != nil {
+				return nil, nil, a.measureError(err)
+			}
+			if sides[i].Managed() && f.Target.Start != nil {
+				// The swapper started this engine once for the job: the block must not
+				// start it again.
+				g := *f
+				g.Target.Start = nil
+				f = &g
 			}
 			rec, code := a.measureOnce(ctx, r, f, wl, target, p.outDir, measure.Trial{N: k + 1, Of: p.blocks,
 				Journal: filepath.Join(p.outDir, fmt.Sprintf("%s.ab%d.%s.journal.jsonl", w.Name, k+1, name))}, fmt.Sprintf("engine.ab%d.%s.log", k+1, name))
 			if rec == nil {
 				return nil, nil, code
 			}
-			rec.AB = &result.ABBlock{Side: name, Block: k + 1, Blocks: p.blocks, Layout: layout, Restarted: f.Target.Start != nil}
+			if f.Target.Start != nil && rec.Warmup != nil {
+				cost.Starts++
+				cost.StartS += rec.Warmup.EngineStartS
+			}
+			rec.AB = &result.ABBlock{Side: name, Block: k + 1, Blocks: p.blocks, Layout: layout, Restarted: f.Target.Start != nil, Swap: cost}
 			path := filepath.Join(p.outDir, fmt.Sprintf("%s.ab%d.%s.json", w.Name, k+1, name))
 			if err := result.Write(path, rec); err != nil {
 				a.errorf("writing %s: %v", path, err)
@@ -142,4 +167,25 @@ func (a *app) abJob(ctx context.Context, p abParams) (*gate.Result, []*result.Re
 		return nil, nil, a.gateError(err)
 	}
 	return res, cand, ExitOK
+}
+
+// launchSide starts a side's engine once for the whole A/B job (target.swap other than
+// restart), its output in DIR/engine.<side>.log.
+func (a *app) launchSide(r *measure.Runner, outDir string) measure.LaunchFunc {
+	return func(ctx context.Context, side measure.ABSide) (time.Duration, func(), error) {
+		if err := os.MkdirAll(outDir, 0o755); err != nil {
+			return 0, nil, err
+		}
+		logPath := filepath.Join(outDir, "engine."+side.Name+".log")
+		log, err := os.Create(logPath)
+		if err != nil {
+			return 0, nil, err
+		}
+		proc, stop, err := r.Launch(ctx, side.File, side.Override, log, logPath)
+		if err != nil {
+			log.Close()
+			return 0, nil, err
+		}
+		return proc.StartDuration, func() { stop(); log.Close() }, nil
+	}
 }

@@ -186,6 +186,9 @@ func judgeAB(cfg *workload.File, name string, recs []*result.Record, rules []wor
 		wr.CandidateSummaries = append(wr.CandidateSummaries, r.Summary)
 	}
 	wr.Warnings = append(wr.Warnings, fmt.Sprintf("A/B in one job: %d blocks laid out %s (A: baseline, B: candidate)", len(recs), first.AB.Layout))
+	if wr.Swap = abSwapTotal(recs); wr.Swap != nil {
+		wr.Warnings = append(wr.Warnings, swapNote(wr.Swap))
+	}
 	for _, r := range recs {
 		if why := Unfit(r); why != "" {
 			wr.Verdict, wr.Reason = Error, fmt.Sprintf("the gate refuses to judge this job: block %d (%s): %s", r.AB.Block, r.AB.Side, why)
@@ -241,4 +244,35 @@ func judgeAB(cfg *workload.File, name string, recs []*result.Record, rules []wor
 	}
 	wr.Verdict = Worst(verdicts...)
 	return wr, nil
+}
+
+// abSwapTotal sums the blocks' starts, sleeps and wakes; nil when no block recorded any
+// (records written before target.swap). Mode is the sides' modes, "baseline/candidate"
+// where they differ.
+func abSwapTotal(recs []*result.Record) *result.ABSwap {
+	var t *result.ABSwap
+	modes := map[string]string{}
+	for _, r := range recs {
+		if r.AB.Swap == nil {
+			continue
+		}
+		if t == nil {
+			t = &result.ABSwap{}
+		}
+		t.Add(r.AB.Swap)
+		modes[r.AB.Side] = r.AB.Swap.Mode
+	}
+	if t != nil {
+		t.Mode = modes[result.SideBaseline]
+		if c := modes[result.SideCandidate]; c != t.Mode {
+			t.Mode += "/" + c
+		}
+	}
+	return t
+}
+
+// swapNote says how the engines were brought up between blocks and what it cost.
+func swapNote(s *result.ABSwap) string {
+	return fmt.Sprintf("engines swapped by %s: %d starts (%.1f s), %d sleeps (%.1f s), %d wakes (%.1f s): %.1f s of engine time outside the measured blocks",
+		s.Mode, s.Starts, s.StartS, s.Sleeps, s.SleepS, s.Wakes, s.WakeS, s.Seconds())
 }

@@ -141,7 +141,10 @@ type WorkloadResult struct {
 	// (...)" for a record made by slogate import, "baseline: measured by slogate ...".
 	// Empty when both sides are slogate's own runs.
 	Provenance []string `json:"provenance,omitempty"`
-	Warnings   []string `json:"warnings,omitempty"`
+	// Swap totals an A/B job's engine starts, sleeps and wakes over its blocks (nil
+	// outside A/B jobs): the engine time spent outside measured windows.
+	Swap     *result.ABSwap `json:"swap,omitempty"`
+	Warnings []string       `json:"warnings,omitempty"`
 }
 
 // TrialCounts are the number of trials on each side.

@@ -35,6 +35,9 @@ type Options struct {
 	// binds its port only after its engine is initialized; it prints vLLM's startup lines
 	// for the phases that split it (starttime.go). 0: it listens at once.
 	StartTime time.Duration
+	// Swap configures sleep and memory release (swap.go); the zero Swap serves neither
+	// vLLM's sleep endpoints nor an effective release.
+	Swap Swap
 	// Now is the wall clock, used only for the "created" field of responses; the step
 	// loop runs on the monotonic clock because simulating time means sleeping in it.
 	// Nil means time.Now.
@@ -144,6 +147,7 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.IntVar(&o.Faults.KVBlocks, "kv-blocks", o.Faults.KVBlocks, "override the profile's number of KV blocks (0: the profile's)")
 	fs.DurationVar(&o.StartTime, "start-time", o.StartTime, "take this long to start (weights, compile, graph capture, engine init, logged as vLLM does) before accepting connections")
 	o.bindNoise(fs)
+	o.bindSwap(fs)
 }
 
 // effective returns the profile after the overrides of o, and the served model name.
@@ -168,6 +172,9 @@ func (o Options) effective() (Profile, string, error) {
 		return p, "", err
 	}
 	if err := o.Noise.Validate(); err != nil {
+		return p, "", err
+	}
+	if err := o.Swap.validate(); err != nil {
 		return p, "", err
 	}
 	// As vLLM refuses to start when the KV cache cannot hold one max-length sequence,

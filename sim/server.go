@@ -33,6 +33,7 @@ type Server struct {
 	eng     *scheduler
 	mux     *http.ServeMux
 	reqs    atomic.Uint64 // requests that passed validation, in arrival order
+	swap    *swapState    // sleep and memory release (swap.go)
 	once    sync.Once
 }
 
@@ -66,6 +67,7 @@ func New(o Options) (*Server, error) {
 	s.mux.HandleFunc("POST /tokenize", s.tokenize)
 	s.mux.HandleFunc("GET /metrics", s.metrics)
 	s.mux.HandleFunc("POST /reset_prefix_cache", s.resetPrefixCache)
+	s.registerSwap()
 	s.eng.start()
 	return s, nil
 }
@@ -86,6 +88,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// (except /metrics, so that a scraper can watch the start).
 	if r.URL.Path != "/metrics" && time.Now().Before(s.readyAt) {
 		writeError(w, http.StatusServiceUnavailable, "ServiceUnavailable", "the engine is starting")
+		return
+	}
+	if s.swap.refuse(w, r) {
 		return
 	}
 	s.mux.ServeHTTP(w, r)
@@ -724,6 +729,9 @@ func Serve(ctx context.Context, addr string, o Options, log io.Writer) error {
 		p.Name, p.Model, srv.version, p.NumBlocks, p.BlockSize, p.MaxNumSeqs, p.MaxModelLen, o.Seed)
 	if n := srv.Noise(); n != nil {
 		fmt.Fprintf(log, "slogate sim: noise seed %d: speed ×%.4f, drift %+.2f%% per %s\n", n.Seed, n.Speed, 100*n.Drift, n.DriftOver)
+	}
+	if sw := o.Swap.summary(); sw != "" {
+		fmt.Fprintf(log, "slogate sim: %s\n", sw)
 	}
 	fmt.Fprintf(log, "slogate sim: serving on http://%s\n", ln.Addr())
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}

@@ -159,6 +159,9 @@ func TestHashMutations(t *testing.T) {
 		{"engine adapter", open, func(f *File, w *Workload) { f.Target.Engine = "auto" }, false},
 		{"api key variable", open, func(f *File, w *Workload) { f.Target.APIKeyEnv = "OTHER" }, false},
 		{"engine start command", open, func(f *File, w *Workload) { f.Target.Start = &StartSpec{Command: []string{"x"}} }, false},
+		// How engines are swapped between A/B blocks changes how they are brought up,
+		// never what is sent.
+		{"swap mode", open, func(f *File, w *Workload) { f.Target.Swap = &SwapSpec{Mode: SwapSleep, Level: 1} }, false},
 		{"metrics scraping", open, func(f *File, w *Workload) { f.Target.Metrics.Interval = 5 * time.Second }, false},
 		{"model precision is informational", open, func(f *File, w *Workload) { f.Model.Precision = "fp8" }, false},
 		{"kv bytes per token", open, func(f *File, w *Workload) { f.Model.KVBytesPerToken = 1 }, false},

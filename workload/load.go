@@ -61,6 +61,9 @@ const (
 	defaultEngine          = "auto"
 	defaultMetricsInterval = time.Second
 	defaultReadyTimeout    = 20 * time.Minute
+	defaultSleepTimeout    = 2 * time.Minute
+	defaultWakeTimeout     = 10 * time.Minute
+	defaultSleepLevel      = 1
 	defaultTimeout         = 120 * time.Second
 	defaultAttainment      = 0.99
 	defaultBurstiness      = 1
@@ -660,6 +663,16 @@ func (d *decoder) target(path string, n *yaml.Node, t *Target) {
 					}
 				}},
 				{"ready_timeout", func(p string, v *yaml.Node) { s.ReadyTimeout = d.duration(p, v) }},
+			})
+		}},
+		{"swap", func(p string, v *yaml.Node) {
+			sw := &SwapSpec{Level: defaultSleepLevel, SleepTimeout: defaultSleepTimeout, WakeTimeout: defaultWakeTimeout}
+			t.Swap = sw
+			d.mapping(v, p, "", []field{
+				{"mode", func(p string, v *yaml.Node) { sw.Mode = d.enum(p, v, SwapModes()) }},
+				{"level", func(p string, v *yaml.Node) { sw.Level = d.int(p, v) }},
+				{"sleep_timeout", func(p string, v *yaml.Node) { sw.SleepTimeout = d.duration(p, v) }},
+				{"wake_timeout", func(p string, v *yaml.Node) { sw.WakeTimeout = d.duration(p, v) }},
 			})
 		}},
 		{"image", func(p string, v *yaml.Node) { t.Image = d.str(p, v) }},

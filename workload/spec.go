@@ -23,13 +23,16 @@ type File struct {
 
 // Target says where and how to talk to the engine under test.
 type Target struct {
-	URL       string      // OpenAI-compatible base URL, e.g. http://127.0.0.1:8000
-	API       string      // "chat" or "completions"
-	Engine    string      // auto|vllm|sglang|tgi|trtllm|llamacpp|ollama|sim|openai
-	APIKeyEnv string      // name of the environment variable holding the API key; "" for none
-	Image     string      // engine container image, recorded in the environment (optional)
-	Start     *StartSpec  // optional: slogate starts the engine and stops it afterwards
-	Metrics   MetricsSpec // server-side metric scraping
+	URL       string     // OpenAI-compatible base URL, e.g. http://127.0.0.1:8000
+	API       string     // "chat" or "completions"
+	Engine    string     // auto|vllm|sglang|tgi|trtllm|llamacpp|ollama|sim|openai
+	APIKeyEnv string     // name of the environment variable holding the API key; "" for none
+	Image     string     // engine container image, recorded in the environment (optional)
+	Start     *StartSpec // optional: slogate starts the engine and stops it afterwards
+	// Swap says how an A/B job puts this engine aside between its blocks and brings it
+	// back; nil: as target.start says (a restart per block, or nothing).
+	Swap    *SwapSpec
+	Metrics MetricsSpec // server-side metric scraping
 	// KVUnified declares whether the engine's slots share one KV cache (llama.cpp
 	// --kv-unified, llama-server's default without -np) or each own their context (-np
 	// N). llama.cpp does not expose it; nil: not declared (a shared cache is assumed and
@@ -42,6 +45,35 @@ type StartSpec struct {
 	Command      []string
 	Env          map[string]string
 	ReadyTimeout time.Duration // default 20m
+}
+
+// Swap modes: how an A/B job brings an engine up for its block and puts it aside after.
+const (
+	// SwapSleep uses vLLM's sleep mode (POST /sleep, POST /wake_up, GET /is_sleeping;
+	// --enable-sleep-mode and VLLM_SERVER_DEV_MODE=1): both engines stay loaded, the idle
+	// one sleeps.
+	SwapSleep = "sleep"
+	// SwapMemoryRelease uses SGLang's POST /release_memory_occupation and
+	// /resume_memory_occupation (--enable-memory-saver).
+	SwapMemoryRelease = "memory_release"
+	// SwapResident keeps both engines up side by side; the idle one receives no traffic.
+	SwapResident = "resident"
+	// SwapRestart starts the engine afresh for each of its blocks (target.start).
+	SwapRestart = "restart"
+)
+
+// SwapModes lists the valid target.swap.mode values.
+func SwapModes() []string {
+	return []string{SwapSleep, SwapMemoryRelease, SwapResident, SwapRestart}
+}
+
+// SwapSpec is target.swap. It changes how engines are brought up between A/B blocks,
+// never what is sent, so it stays out of the workload hash.
+type SwapSpec struct {
+	Mode         string
+	Level        int           // vLLM sleep level; 1 (the only one a wake alone undoes)
+	SleepTimeout time.Duration // bounds putting the engine aside; default 2m
+	WakeTimeout  time.Duration // bounds bringing it back; default 10m
 }
 
 // MetricsSpec controls scraping of the engine's Prometheus page during the measured window.

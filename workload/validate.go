@@ -265,6 +265,18 @@ func (d *decoder) validateTarget(t *Target) {
 		}
 		d.check("target.start.ready_timeout", t.Start.ReadyTimeout > 0, "must be more than 0s")
 	}
+	if t.Swap != nil && d.ok("target.swap") {
+		if d.require("target.swap", "mode", "say how an A/B job puts the engine aside between blocks: one of "+quoteList(SwapModes())) {
+			d.check("target.swap.mode", t.Swap.Mode != SwapRestart || t.Start != nil, "a restart needs target.start (the command that starts the engine)")
+		}
+		d.check("target.swap.level", !d.has("target.swap.level") || t.Swap.Mode == SwapSleep || !d.ok("target.swap.mode"), "only mode \"sleep\" has a level")
+		// Level 2 discards the weights: a wake alone does not load them back (vLLM wants
+		// a reload through /collective_rpc), so the woken engine would not be the one
+		// measured before.
+		d.check("target.swap.level", t.Swap.Level == 1, "expected 1 (level 2 discards the weights, and a wake alone does not reload them)")
+		d.check("target.swap.sleep_timeout", t.Swap.SleepTimeout > 0, "must be more than 0s")
+		d.check("target.swap.wake_timeout", t.Swap.WakeTimeout > 0, "must be more than 0s")
+	}
 	d.validateURL("target.metrics.url", t.Metrics.URL)
 	d.check("target.metrics.interval", t.Metrics.Interval > 0, "must be more than 0s")
 }

@@ -1,0 +1,231 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slogate/slogate/gate"
+	"github.com/slogate/slogate/result"
+	"github.com/slogate/slogate/sim"
+)
+
+// swapConfig is tinyConfig against url, with target.swap set to swap (YAML flow form).
+func swapConfig(t *testing.T, url, swap string) string {
+	t.Helper()
+	cfg := strings.Replace(tinyConfig, "target: {api: completions, engine: auto}",
+		"target: {url: "+url+", api: completions, engine: auto, swap: "+swap+"}", 1)
+	return writeConfig(t, strings.Replace(cfg, "    timeout: 20s\n", "    timeout: 20s\n    max_dispatch_lag: 30s\n", 1))
+}
+
+func startSwapSim(t *testing.T, sw sim.Swap) *sim.Running {
+	t.Helper()
+	r, err := sim.Start(context.Background(), sim.Options{Seed: 1, Swap: sw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	return r
+}
+
+// TestABSwapsWithoutRestarts runs A/B jobs between two simulated engines that stay up
+// for the whole job, put aside and brought back between blocks as target.swap says. Every
+// block is measured without an error (no request reached an engine put aside), records
+// what bringing its engine up cost, and the job's totals in gate.json are the sums: for
+// ABBA, sleep puts both engines aside before block 1 and then wakes A, swaps to B for
+// block 2 (A sleeps, B wakes), keeps B for block 3 and swaps back for block 4.
+func TestABSwapsWithoutRestarts(t *testing.T) {
+	const sleepT, wakeT = 20 * time.Millisecond, 40 * time.Millisecond
+	for _, c := range []struct {
+		name          string
+		swap          string
+		sim           sim.Swap
+		sleeps, wakes int
+	}{
+		// vLLM's sleep mode: two initial sleeps, then two more and three wakes.
+		{"sleep", "{mode: sleep, wake_timeout: 30s}", sim.Swap{SleepMode: true, DevMode: true, SleepTime: sleepT, WakeTime: wakeT}, 4, 3},
+		// SGLang's memory release counts the same way.
+		{"memory_release", "{mode: memory_release}", sim.Swap{MemorySaver: true, SleepTime: sleepT, WakeTime: wakeT}, 4, 3},
+		// Resident engines are left alone: nothing to count.
+		{"resident", "{mode: resident}", sim.Swap{}, 0, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ra, rb := startSwapSim(t, c.sim), startSwapSim(t, c.sim)
+			base, cand := swapConfig(t, ra.URL, c.swap), swapConfig(t, rb.URL, c.swap)
+			dir := t.TempDir()
+			a, out, errb := testApp(t)
+			code := a.run(context.Background(), []string{"ab", "-c", cand, "--baseline-config", base, "--blocks", "4", "-o", dir})
+			raw, err := os.ReadFile(filepath.Join(dir, "gate.json"))
+			if err != nil {
+				t.Fatalf("exit %d, no gate.json: %v\n%s\n%s", code, err, out, errb)
+			}
+			var res gate.Result
+			if err := json.Unmarshal(raw, &res); err != nil {
+				t.Fatal(err)
+			}
+			// The same engine on both sides: never a failure.
+			if code != ExitOK || res.Verdict == gate.Fail || res.Verdict == gate.Error {
+				t.Fatalf("exit %d verdict %s\n%s", code, res.Verdict, errb)
+			}
+			var sum result.ABSwap
+			for k, side := range "ABBA" {
+				name := result.SideBaseline
+				if side == 'B' {
+					name = result.SideCandidate
+				}
+				rec, err := result.Read(filepath.Join(dir, "small.ab"+itoa(k+1)+"."+name+".json"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rec.AB == nil || rec.AB.Swap == nil || rec.AB.Swap.Mode != c.name || rec.AB.Restarted {
+					t.Fatalf("block %d: ab %+v", k+1, rec.AB)
+				}
+				if len(rec.Summary.Errors) != 0 || rec.Summary.PrefixCache == nil || rec.Summary.PrefixCache.Hits != 0 {
+					t.Errorf("block %d: errors %v, prefix cache %+v", k+1, rec.Summary.Errors, rec.Summary.PrefixCache)
+				}
+				sum.Add(rec.AB.Swap)
+				// Block 3 runs on the engine block 2 brought up: nothing to do.
+				if k == 2 && rec.AB.Swap.Seconds() != 0 {
+					t.Errorf("block 3 kept block 2's engine, yet cost %+v", rec.AB.Swap)
+				}
+			}
+			tot := res.Workloads[0].Swap
+			if tot == nil || tot.Mode != c.name || tot.Sleeps != c.sleeps || tot.Wakes != c.wakes || tot.Starts != 0 ||
+				tot.Sleeps != sum.Sleeps || tot.Wakes != sum.Wakes || tot.WakeS != sum.WakeS {
+				t.Fatalf("job totals %+v, want %d sleeps and %d wakes, the sum of the blocks' %+v", tot, c.sleeps, c.wakes, sum)
+			}
+			// Each wake and sleep took at least its configured time (a lower bound holds on
+			// any machine).
+			if tot.WakeS < float64(c.wakes)*wakeT.Seconds() || tot.SleepS < float64(c.sleeps)*sleepT.Seconds() {
+				t.Errorf("wakes %.3f s and sleeps %.3f s: less than the engines take", tot.WakeS, tot.SleepS)
+			}
+			if md, _ := os.ReadFile(filepath.Join(dir, "comment.md")); !strings.Contains(string(md), "engines swapped by "+strings.ReplaceAll(c.name, "_", `\_`)) {
+				t.Errorf("the comment does not say how the engines were swapped:\n%s", md)
+			}
+			// The job leaves engines it did not start awake, as it found them.
+			for _, r := range []*sim.Running{ra, rb} {
+				resp, err := http.Post(r.URL+"/v1/completions", "application/json", strings.NewReader(`{"model":"sim-tiny","prompt":"hi","max_tokens":2}`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					t.Errorf("%s after the job: %d, want it awake", r.URL, resp.StatusCode)
+				}
+			}
+		})
+	}
+}
+
+// TestABSwapRefusedBeforeMeasuring: a server that does not offer the declared way of
+// putting it aside fails the job with exit 2 before any block, naming the endpoint and
+// what the server must be started with.
+func TestABSwapRefusedBeforeMeasuring(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		swap string
+		sim  sim.Swap
+		want []string
+	}{
+		// vLLM without VLLM_SERVER_DEV_MODE: the routes are 404.
+		{"no dev mode", "{mode: sleep}", sim.Swap{SleepMode: true},
+			[]string{"target.swap.mode sleep for the baseline side", "(GET /is_sleeping): HTTP 404", "--enable-sleep-mode and VLLM_SERVER_DEV_MODE=1"}},
+		// Dev mode without --enable-sleep-mode: the probe answers, the first sleep does not.
+		{"no sleep mode", "{mode: sleep}", sim.Swap{DevMode: true},
+			[]string{"putting the baseline engine aside", "(POST /sleep?level=1): HTTP 400", "--enable-sleep-mode"}},
+		// SGLang without --enable-memory-saver accepts a release that frees nothing.
+		{"no memory saver", "{mode: memory_release}", sim.Swap{},
+			[]string{"(GET /server_info): enable_memory_saver is false", "--enable-memory-saver"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ra, rb := startSwapSim(t, c.sim), startSwapSim(t, c.sim)
+			base, cand := swapConfig(t, ra.URL, c.swap), swapConfig(t, rb.URL, c.swap)
+			dir := t.TempDir()
+			a, out, errb := testApp(t)
+			code := a.run(context.Background(), []string{"ab", "-c", cand, "--baseline-config", base, "--blocks", "4", "-o", dir})
+			if code != ExitBadInput {
+				t.Fatalf("exit %d, want %d\n%s\n%s", code, ExitBadInput, out, errb)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(errb.String(), w) {
+					t.Errorf("stderr lacks %q:\n%s", w, errb)
+				}
+			}
+			if got, _ := filepath.Glob(filepath.Join(dir, "small.ab*")); len(got) != 0 {
+				t.Errorf("blocks measured before the refusal: %v", got)
+			}
+		})
+	}
+}
+
+// TestABWakeTimeoutKeepsBlocks: a candidate engine whose wake never finishes fails the
+// job with exit 3 once its wake_timeout passes, and the baseline block measured before
+// stays on disk, record and journal.
+func TestABWakeTimeoutKeepsBlocks(t *testing.T) {
+	ra := startSwapSim(t, sim.Swap{SleepMode: true, DevMode: true})
+	rb := startSwapSim(t, sim.Swap{SleepMode: true, DevMode: true, WakeTime: time.Hour})
+	base := swapConfig(t, ra.URL, "{mode: sleep}")
+	cand := swapConfig(t, rb.URL, "{mode: sleep, wake_timeout: 1s}")
+	dir := t.TempDir()
+	a, out, errb := testApp(t)
+	code := a.run(context.Background(), []string{"ab", "-c", cand, "--baseline-config", base, "--blocks", "4", "-o", dir})
+	if code != ExitFailure {
+		t.Fatalf("exit %d, want %d\n%s\n%s", code, ExitFailure, out, errb)
+	}
+	for _, w := range []string{"bringing the candidate engine back (sleep, wake_timeout 1s)", "/wake_up"} {
+		if !strings.Contains(errb.String(), w) {
+			t.Errorf("stderr lacks %q:\n%s", w, errb)
+		}
+	}
+	rec, err := result.Read(filepath.Join(dir, "small.ab1.baseline.json"))
+	if err != nil || rec.AB == nil || len(rec.Requests) == 0 {
+		t.Fatalf("block 1 lost: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "small.ab1.baseline.journal.jsonl")); err != nil {
+		t.Error(err)
+	}
+	if got, _ := filepath.Glob(filepath.Join(dir, "small.ab2.*")); len(got) != 0 {
+		t.Errorf("block 2 has files though its engine never woke: %v", got)
+	}
+}
+
+// TestABSwapStartsEachEngineOnce: with target.start and target.swap, each engine is
+// started once for the job (its start counted on the first block), slept and woken
+// between blocks, and stopped at the end; no block starts an engine.
+func TestABSwapStartsEachEngineOnce(t *testing.T) {
+	withSwap := func(simArgs string) string {
+		cfg := startedSimConfig(t, simArgs)
+		return writeConfig(t, strings.Replace(cfg, "  start:\n", "  swap: {mode: sleep}\n  start:\n", 1))
+	}
+	base, cand := withSwap("--sleep-mode --dev-mode --wake-time 50ms"), withSwap("--sleep-mode --dev-mode --wake-time 50ms")
+	dir := t.TempDir()
+	a, out, errb := testApp(t)
+	if code := a.run(context.Background(), []string{"ab", "-c", cand, "--baseline-config", base, "--blocks", "4", "-o", dir}); code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errb)
+	}
+	var res gate.Result
+	raw, _ := os.ReadFile(filepath.Join(dir, "gate.json"))
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatal(err)
+	}
+	if s := res.Workloads[0].Swap; s == nil || s.Mode != "sleep" || s.Starts != 2 || s.StartS <= 0 || s.Sleeps != 4 || s.Wakes != 3 {
+		t.Fatalf("job totals %+v, want 2 starts, 4 sleeps, 3 wakes", s)
+	}
+	first, err := result.Read(filepath.Join(dir, "small.ab1.baseline.json"))
+	if err != nil || first.AB.Swap.Starts != 2 || first.AB.Restarted {
+		t.Fatalf("block 1 (%v): %+v", err, first.AB)
+	}
+	for _, side := range []string{result.SideBaseline, result.SideCandidate} {
+		if _, err := os.Stat(filepath.Join(dir, "engine."+side+".log")); err != nil {
+			t.Error(err)
+		}
+	}
+	if logs, _ := filepath.Glob(filepath.Join(dir, "engine.ab*.log")); len(logs) != 0 {
+		t.Errorf("blocks started engines: %v", logs)
+	}
+}
