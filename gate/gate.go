@@ -141,7 +141,12 @@ type WorkloadResult struct {
 	// (...)" for a record made by slogate import, "baseline: measured by slogate ...".
 	// Empty when both sides are slogate's own runs.
 	Provenance []string `json:"provenance,omitempty"`
-	Warnings   []string `json:"warnings,omitempty"`
+	// BlocksRun and MaxBlocks are an A/B job's blocks run and its maximum; Stopped
+	// says when and why a sequential job stopped (nil for a fixed one).
+	BlocksRun int      `json:"blocks_run,omitempty"`
+	MaxBlocks int      `json:"max_blocks,omitempty"`
+	Stopped   *Stopped `json:"stopped,omitempty"`
+	Warnings  []string `json:"warnings,omitempty"`
 }
 
 // TrialCounts are the number of trials on each side.
@@ -190,7 +195,10 @@ type MetricResult struct {
 	// Per-trial values with repeated trials.
 	BaselineTrials  []float64 `json:"baseline_trials,omitempty"`
 	CandidateTrials []float64 `json:"candidate_trials,omitempty"`
-	Verdict         Verdict   `json:"verdict"`
+	// Decided is what a sequential A/B job's confidence sequence decided for the rule
+	// ("fail", "pass"); "" when it decided nothing or the job was not sequential.
+	Decided stats.Decision `json:"decided,omitempty"`
+	Verdict Verdict        `json:"verdict"`
 	Warnings        []string  `json:"warnings,omitempty"`
 }
 
