@@ -151,15 +151,3 @@ func stoppedOf(rules []workload.Rule, defs []metricDef, ab []abBlock, stop ABSto
 	}
 	return &Stopped{Reason: StopMaxBlocks, AtBlock: len(ab), Why: fmt.Sprintf("the job ended after %d of at most %d blocks without a decision", len(ab), stop.MaxBlocks)}
 }
-
-// StoppedText is the comment's line on an A/B job's length: "stopped after 6 of at
-// most 16 blocks: every rule decided".
-func StoppedText(w *WorkloadResult) string {
-	if w.Stopped == nil {
-		return ""
-	}
-	if w.Stopped.Reason == StopDecided {
-		return fmt.Sprintf("stopped after %d of at most %d blocks: %s", w.Stopped.AtBlock, w.MaxBlocks, w.Stopped.Why)
-	}
-	return fmt.Sprintf("ran %d of at most %d blocks: %s", w.Stopped.AtBlock, w.MaxBlocks, w.Stopped.Why)
-}

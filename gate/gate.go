@@ -197,9 +197,9 @@ type MetricResult struct {
 	CandidateTrials []float64 `json:"candidate_trials,omitempty"`
 	// Decided is what a sequential A/B job's confidence sequence decided for the rule
 	// ("fail", "pass"); "" when it decided nothing or the job was not sequential.
-	Decided stats.Decision `json:"decided,omitempty"`
-	Verdict Verdict        `json:"verdict"`
-	Warnings        []string  `json:"warnings,omitempty"`
+	Decided  stats.Decision `json:"decided,omitempty"`
+	Verdict  Verdict        `json:"verdict"`
+	Warnings []string       `json:"warnings,omitempty"`
 }
 
 // InputError is input the gate cannot judge (no records, two records of one trial, an
