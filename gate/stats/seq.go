@@ -64,6 +64,34 @@ func ConfidenceSequence(xs []float64, conf float64) (mean, h float64) {
 	return mean, math.Sqrt((k - 1) * ss / (n * den))
 }
 
+// SequenceHalfWidth is the half-width of Lai's sequence at level conf after n
+// observations whose sample standard deviation is sd: what ConfidenceSequence would give
+// them. +Inf while n observations cannot exclude anything.
+func SequenceHalfWidth(n int, sd, conf float64) float64 {
+	if n < 2 {
+		return math.Inf(1)
+	}
+	xs := make([]float64, n)
+	// Two values ±a with the rest at 0 have the sample standard deviation sd when
+	// 2a² = sd²·(n − 1).
+	a := sd * math.Sqrt(float64(n-1)/2)
+	xs[0], xs[1] = a, -a
+	_, h := ConfidenceSequence(xs, conf)
+	return h
+}
+
+// TQuantile is Student's t quantile of p (> 0.5) at df degrees of freedom; the normal
+// one for df +Inf.
+func TQuantile(p, df float64) float64 {
+	if math.IsInf(df, 1) {
+		return normalQuantile(p)
+	}
+	return tQuantile(p, df)
+}
+
+// NormalQuantile is the standard normal quantile of p.
+func NormalQuantile(p float64) float64 { return normalQuantile(p) }
+
 // Decision is what a look at a sequence of observations can say about one rule.
 type Decision string
 
