@@ -151,3 +151,19 @@ func stoppedOf(rules []workload.Rule, defs []metricDef, ab []abBlock, stop ABSto
 	}
 	return &Stopped{Reason: StopMaxBlocks, AtBlock: len(ab), Why: fmt.Sprintf("the job ended after %d of at most %d blocks without a decision", len(ab), stop.MaxBlocks)}
 }
+
+// NoiseRules are cfg's rules that the gate judges against noise (a bootstrapped metric
+// with a relative part): the rules a stopping rule waits for and a plan costs.
+func NoiseRules(cfg *workload.File) ([]workload.Rule, error) {
+	rules, defs, err := ruleDefs(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var out []workload.Rule
+	for i, r := range rules {
+		if defs[i].kind == kindBootstrap && isRelative(r) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}

@@ -46,6 +46,20 @@ type Rule struct {
 	Tolerance float64
 	RunSD     float64
 	CalRuns   int
+	// Source says where RunSD came from: a calibration's file, or the default.
+	Source string
+}
+
+// Plan is what one workload's gate will cost.
+type Plan struct {
+	Workload string
+	Job      Job
+	// StartFrom says where Job.Start came from: the records' measured starts, or a
+	// flag.
+	StartFrom string
+	Rules     []Rule
+	Recipes   []Recipe
+	Warnings  []string
 }
 
 // Recipe is one way of gating a pull request.
