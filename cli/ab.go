@@ -168,5 +168,6 @@ func (a *app) abJob(ctx context.Context, p abParams) (*gate.Result, []*result.Re
 	if err != nil {
 		return nil, nil, a.gateError(err)
 	}
+	res.GPUMinutes = gpuMinutes(all)
 	return res, cand, ExitOK
 }

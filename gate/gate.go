@@ -107,6 +107,10 @@ type Result struct {
 	// AllowMissingBaseline is gate.missing_baseline: allow: a workload without a baseline
 	// does not fail the gate (bootstrapping). Its verdict is still no_baseline.
 	AllowMissingBaseline bool `json:"allow_missing_baseline,omitempty"`
+	// GPUMinutes is what the job that made the records held its GPUs for: engine starts,
+	// warm-ups and runs, times the GPUs (plan.Used); 0 when not known (a gate of records
+	// made elsewhere).
+	GPUMinutes float64 `json:"gpu_minutes,omitempty"`
 	// Warnings concern the input as a whole (records of workloads the config does not
 	// define, workloads without records).
 	Warnings []string `json:"warnings,omitempty"`

@@ -349,6 +349,9 @@ func (c Comment) footer() string {
 	b.WriteString("---\n<sub>")
 	if c.Gate != nil {
 		fmt.Fprintf(&b, "Intervals: %g%% bootstrap over whole requests, %d resamples, seed %d.", 100*c.Gate.Confidence, c.Gate.Resamples, c.Gate.Seed)
+		if c.Gate.GPUMinutes > 0 {
+			fmt.Fprintf(&b, " GPU time of this job: %.2f minutes (engine starts, warm-ups and runs).", c.Gate.GPUMinutes)
+		}
 	}
 	if c.RunURL != "" {
 		fmt.Fprintf(&b, " HTML report and run records: [workflow run](%s).", c.RunURL)
