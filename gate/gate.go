@@ -664,6 +664,9 @@ func evalRule(rule workload.Rule, def metricDef, base, cand []*run, cal *Calibra
 			m.Method = MethodTrials
 			if source == "calibration" {
 				m.Method = MethodCalibrated
+				if x := lacksText(cal.lookup(rule.Metric).Components); x != "" {
+					m.Warnings = append(m.Warnings, x)
+				}
 			}
 			if r.Verdict != Incomparable {
 				// The sides as compared: the geometric means of their runs.
