@@ -9,11 +9,13 @@ import "math"
 // the chance that the true value ever leaves it, however often and whenever it is
 // looked at, is at most α.
 //
-// The sequence here is Lai's for the mean of independent normal observations of unknown
-// variance (T. L. Lai, "On confidence sequences", Annals of Statistics 4(2), 265–280,
-// 1976; for its derivation as a scale-invariant mixture martingale see H. Wang and
+// The sequence here is a t-type confidence sequence for the mean of independent normal
+// observations of unknown variance: the scale-invariant test martingale of H. Wang and
 // A. Ramdas, "Anytime-valid t-tests and confidence sequences for Gaussian means with
-// unknown variance", arXiv:2310.03722). For a value μ0, with y_i = x_i − μ0, the
+// unknown variance" (arXiv:2310.03722), which swaps the flat mixture over the mean in
+// T. L. Lai's construction ("On confidence sequences", Annals of Statistics 4(2),
+// 265–280, 1976) for a Gaussian one, and so is a true martingale in the filtration of
+// the scale-invariant ratios. For a value μ0, with y_i = x_i − μ0, the
 // likelihood ratio of the scale-invariant part of the data (ratios y_i/y_1) under a
 // standardized effect θ = (μ − μ0)/σ against θ = 0, mixed over θ ~ N(0, τ²), is
 //
@@ -35,7 +37,7 @@ import "math"
 // it there by at most 3%).
 const SeqTau = 1.5
 
-// ConfidenceSequence is Lai's confidence sequence for the mean of xs at level conf
+// ConfidenceSequence is that confidence sequence for the mean of xs at level conf
 // (0.95: the mean stays inside at every n with probability ≥ 95%), the observations
 // assumed independent and normal with a common, unknown variance. It returns the
 // sample mean and the half-width h; h is +Inf while xs cannot exclude any value (fewer
@@ -64,7 +66,7 @@ func ConfidenceSequence(xs []float64, conf float64) (mean, h float64) {
 	return mean, math.Sqrt((k - 1) * ss / (n * den))
 }
 
-// SequenceHalfWidth is the half-width of Lai's sequence at level conf after n
+// SequenceHalfWidth is the half-width of the sequence at level conf after n
 // observations whose sample standard deviation is sd: what ConfidenceSequence would give
 // them. +Inf while n observations cannot exclude anything.
 func SequenceHalfWidth(n int, sd, conf float64) float64 {

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// mixture is Lai's martingale M_n at μ0, computed directly from its definition: the
+// mixture is the martingale M_n at μ0, computed directly from its definition: the
 // closed-form half-width must put M_n exactly at 1/α on the sequence's ends.
 func mixture(xs []float64, mu0 float64) float64 {
 	n := float64(len(xs))
