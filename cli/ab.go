@@ -14,7 +14,7 @@ import (
 	"github.com/slogate/slogate/workload"
 )
 
-const abUsage = `slogate ab -c FILE --baseline-target URL --candidate-target URL [--baseline-config FILE] [--blocks N] [-w NAME] [-o DIR]
+const abUsage = `slogate ab -c FILE --baseline-target URL --candidate-target URL [--baseline-config FILE] [--blocks N] [--min-blocks N] [-w NAME] [-o DIR]
 
 Measures two engines in one job on this machine, in alternating blocks (ABBA ABBA ...;
 A the baseline, B the candidate), each block one run of the workload with its own
@@ -25,7 +25,11 @@ share is taken out). The baseline side uses --baseline-config (default FILE) and
 has target.start has its engine started afresh for each of its blocks and stopped after
 it, so two engines can take turns on one GPU; with target.swap the engines stay up and
 the idle one is put aside instead (vLLM's sleep mode, SGLang's memory release, or both
-resident), checked before any block (docs/swap.md). Writes each block's record
+resident), checked before any block (docs/swap.md). With --min-blocks below --blocks
+the job is sequential: from that block on it looks after every block at each rule's
+confidence sequence (valid however often it is looked at) and stops as soon as a rule
+is decided fail or every rule is decided; only a close call runs all --blocks. Writes
+each block's record
 (DIR/<workload>.ab<K>.<side>.json), gate.json, comment.md and report.html as gate and ci
 do (docs/noise.md).
 Exit codes: 0 pass, 1 the gate failed, 2 bad input, 3 an engine or the tool failed.`
@@ -35,7 +39,7 @@ type abParams struct {
 	base, cand             *workload.File
 	baseTarget, candTarget string
 	names                  stringList
-	blocks                 int
+	blocks, minBlocks      int
 	outDir                 string
 }
 
@@ -47,7 +51,9 @@ func (a *app) cmdAB(ctx context.Context, args []string) int {
 	baseConfig := fs.String("baseline-config", "", "the baseline's workload `file` (default: -c)")
 	fs.StringVar(&p.baseTarget, "baseline-target", "", "the baseline engine's base `URL` (default: its config's target.url)")
 	fs.StringVar(&p.candTarget, "candidate-target", "", "the candidate engine's base `URL` (default: its config's target.url)")
-	fs.IntVar(&p.blocks, "blocks", 16, "blocks in the job, both sides together: a multiple of 4 (ABBA), at least 4")
+	fs.IntVar(&p.blocks, "blocks", 16, "blocks in the job at most, both sides together: a multiple of 4 (ABBA), at least 4")
+	fs.IntVar(&p.blocks, "max-blocks", 16, "the same as --blocks")
+	fs.IntVar(&p.minBlocks, "min-blocks", 0, "the fewest blocks after which the job may stop, its answer known: even, at least 4 (default: --blocks, every block runs)")
 	fs.Var(&p.names, "w", "workload `name` (repeatable or comma-separated; default: all)")
 	fs.StringVar(&p.outDir, "o", "slogate-out", "output `dir`ectory")
 	if code, ok := a.parse(fs, args); !ok {
@@ -55,6 +61,13 @@ func (a *app) cmdAB(ctx context.Context, args []string) int {
 	}
 	if p.blocks < 4 || p.blocks%4 != 0 {
 		a.errorf("ab: --blocks %d: want a multiple of 4 (ABBA, so that a linear drift falls equally on both sides), at least 4", p.blocks)
+		return ExitBadInput
+	}
+	if p.minBlocks == 0 {
+		p.minBlocks = p.blocks
+	}
+	if p.minBlocks < 4 || p.minBlocks%2 != 0 || p.minBlocks > p.blocks {
+		a.errorf("ab: --min-blocks %d: want an even number (the job decides on pairs of blocks) from 4 to --blocks %d", p.minBlocks, p.blocks)
 		return ExitBadInput
 	}
 	if p.cand, _ = a.loadConfig(*config); p.cand == nil {
@@ -98,6 +111,7 @@ func (a *app) abJob(ctx context.Context, p abParams) (*gate.Result, []*result.Re
 		return nil, nil, a.measureError(err)
 	}
 	layout := gate.Layout(p.blocks)
+	stop := gate.ABStop{MinBlocks: p.minBlocks, MaxBlocks: p.blocks}
 	r := a.runner()
 	sides := []measure.ABSide{{Name: result.SideBaseline, File: p.base, Override: p.baseTarget}, {Name: result.SideCandidate, File: p.cand, Override: p.candTarget}}
 	sw, err := r.NewSwapper(ctx, sides, a.launchSide(r, p.outDir))
@@ -119,6 +133,7 @@ func (a *app) abJob(ctx context.Context, p abParams) (*gate.Result, []*result.Re
 		if hb, hc := workload.Hash(p.base, bw), workload.Hash(p.cand, w); hb != hc {
 			fmt.Fprintf(a.stderr, "slogate: warning: %s differs between the two configs (hash %s and %s): the gate will call it incomparable\n", w.Name, hb, hc)
 		}
+		var mine []*result.Record // this workload's blocks so far
 		for k, side := range layout {
 			i, wl := 0, bw
 			if side == 'B' {
@@ -146,6 +161,9 @@ func (a *app) abJob(ctx context.Context, p abParams) (*gate.Result, []*result.Re
 				cost.StartS += rec.Warmup.EngineStartS
 			}
 			rec.AB = &result.ABBlock{Side: name, Block: k + 1, Blocks: p.blocks, Layout: layout, Restarted: f.Target.Start != nil, Swap: cost}
+			if stop.Sequential() {
+				rec.AB.MinBlocks = p.minBlocks
+			}
 			path := filepath.Join(p.outDir, fmt.Sprintf("%s.ab%d.%s.json", w.Name, k+1, name))
 			if err := result.Write(path, rec); err != nil {
 				a.errorf("writing %s: %v", path, err)
@@ -154,11 +172,20 @@ func (a *app) abJob(ctx context.Context, p abParams) (*gate.Result, []*result.Re
 			fmt.Fprintf(a.stderr, "slogate: block %d/%d (%c, %s) of %s: ITL p99 %.2f ms, TTFT p95 %.1f ms, goodput %.3f req/s\n",
 				k+1, p.blocks, side, name, w.Name, rec.Summary.ITLms.P99, rec.Summary.TTFTms.P95, rec.Summary.GoodputRPS)
 			all = append(all, rec)
+			mine = append(mine, rec)
 			if side == 'B' {
 				cand = append(cand, rec)
 			}
 			if code != ExitOK {
 				return nil, nil, code
+			}
+			st, err := gate.LookAB(p.cand, stop, mine)
+			if err != nil {
+				return nil, nil, a.gateError(err)
+			}
+			if st != nil && st.Reason == gate.StopDecided {
+				fmt.Fprintf(a.stderr, "slogate: %s: stopping after block %d of at most %d: %s\n", w.Name, k+1, p.blocks, st.Why)
+				break
 			}
 		}
 	}
@@ -166,6 +193,7 @@ func (a *app) abJob(ctx context.Context, p abParams) (*gate.Result, []*result.Re
 	if err != nil {
 		return nil, nil, a.gateError(err)
 	}
+	res.GPUMinutes = gpuMinutes(all)
 	return res, cand, ExitOK
 }
 

@@ -91,3 +91,65 @@ func TestABAgainstSimulators(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestABSequentialStopsWhenDecided: a sequential job (--min-blocks 4 of at most 16)
+// against a candidate whose steps are four times as long (a margin that a loaded
+// machine's stray block, ITL p99 twice its usual, cannot close) stops as soon as ITL p99 is decided
+// fail, writes no block past that one, records where and why it stopped, and says so in
+// the comment.
+func TestABSequentialStopsWhenDecided(t *testing.T) {
+	base := writeConfig(t, startedSimConfig(t, "--slowdown 5"))
+	cand := writeConfig(t, startedSimConfig(t, "--slowdown 20"))
+	dir := t.TempDir()
+	a, out, errb := testApp(t)
+	code := a.run(context.Background(), []string{"ab", "-c", cand, "--baseline-config", base, "--blocks", "16", "--min-blocks", "4", "-o", dir})
+	raw, err := os.ReadFile(filepath.Join(dir, "gate.json"))
+	if err != nil {
+		t.Fatalf("exit %d, no gate.json: %v\n%s\n%s", code, err, out, errb)
+	}
+	var res gate.Result
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatal(err)
+	}
+	w := res.Workloads[0]
+	if w.Stopped == nil || w.Stopped.Reason != gate.StopDecided || w.Stopped.AtBlock >= 16 || w.BlocksRun != w.Stopped.AtBlock || w.MaxBlocks != 16 {
+		t.Fatalf("stopped %+v, blocks run %d of %d; want decided before 16; metrics %+v\n%s", w.Stopped, w.BlocksRun, w.MaxBlocks, w.Metrics, errb)
+	}
+	if res.Verdict != gate.Fail || code != ExitGateFailed || !strings.Contains(w.Stopped.Why, "decided fail") {
+		t.Errorf("verdict %s exit %d, stopped %+v; want fail, exit %d", res.Verdict, code, w.Stopped, ExitGateFailed)
+	}
+	n := w.Stopped.AtBlock
+	// Every block started its engine: the job held the machine for at least the
+	// blocks' runs, and says so.
+	if res.GPUMinutes <= 0 {
+		t.Errorf("gpu_minutes %v", res.GPUMinutes)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "small.ab"+itoa(n)+".baseline.json")); err != nil {
+		t.Errorf("the last block's record: %v", err)
+	}
+	for _, side := range []string{"baseline", "candidate"} {
+		if _, err := os.Stat(filepath.Join(dir, "small.ab"+itoa(n+1)+"."+side+".json")); err == nil {
+			t.Errorf("a record of block %d after the job stopped at %d", n+1, n)
+		}
+	}
+	rec, err := result.Read(filepath.Join(dir, "small.ab1.baseline.json"))
+	if err != nil || rec.AB.MinBlocks != 4 || rec.AB.Blocks != 16 {
+		t.Errorf("block 1's record: %v %+v", err, rec.AB)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "comment.md"))
+	if want := "stopped after " + itoa(n) + " of at most 16 blocks: itl\\_p99 decided fail"; !strings.Contains(string(md), want) {
+		t.Errorf("the comment does not say %q:\n%s", want, md)
+	}
+}
+
+// TestABMinBlocksRefused: a minimum that cannot make pairs, or above the maximum, is bad
+// input that names the flag, quotes the value and says what is valid.
+func TestABMinBlocksRefused(t *testing.T) {
+	for _, v := range []string{"3", "2", "20"} {
+		a, _, errb := testApp(t)
+		code := a.run(context.Background(), []string{"ab", "-c", "nonexistent.yaml", "--blocks", "16", "--min-blocks", v})
+		if code != ExitBadInput || !strings.Contains(errb.String(), "--min-blocks "+v+": want an even number") {
+			t.Errorf("--min-blocks %s: exit %d, %s", v, code, errb)
+		}
+	}
+}

@@ -11,7 +11,7 @@ import (
 	"github.com/slogate/slogate/workload"
 )
 
-const calibrateUsage = `slogate calibrate -c FILE [-w NAME] [--target URL] [--runs N] [-o DIR] [--baselines DIR]
+const calibrateUsage = `slogate calibrate -c FILE [-w NAME] [--target URL] [--runs N] [--restart-every K] [--append] [-o DIR] [--baselines DIR]
 
 Measures how much an unchanged engine moves between runs on this runner: runs each
 workload N times (A/A; the engine started afresh for every run when target.start is
@@ -19,7 +19,12 @@ set), writes the records to DIR/<workload>.c<I>.json, and writes the baseline
 DIR/<workload>/<hardware>.json under --baselines (else gate.baselines) with all N runs
 as its trials and each gated metric's run-to-run spread stored beside them. The gate
 then adds that spread to the requests' sampling noise, so that a single candidate run is
-judged against the noise it really has (docs/noise.md).
+judged against the noise it really has (docs/noise.md). --restart-every K starts the
+engine afresh every K runs (target.start; default every run), so that the spread splits
+between runs of one server and between engine starts; --append adds the runs to the
+calibration of the existing baseline (made by an earlier job, another day) and measures
+it again over all its runs, so that it shows what moves between days too. The gate uses
+every part measured and says which it lacks.
 Exit codes: 0 written; 2 bad input; 3 the engine failed, a run is unfit to be a
 baseline, or a write failed.`
 
@@ -31,26 +36,46 @@ func (a *app) cmdCalibrate(ctx context.Context, args []string) int {
 	fs.Var(&p.names, "w", "workload `name` (repeatable or comma-separated; default: all)")
 	fs.StringVar(&p.target, "target", "", "engine base `URL`, overriding target.url")
 	fs.StringVar(&p.outDir, "o", "slogate-out", "output `dir`ectory for the run records")
-	runs := fs.Int("runs", 10, "A/A runs per workload (at least 2)")
+	runs := fs.Int("runs", 10, "A/A runs per workload (at least 2; at least 1 with --append)")
+	restartEvery := fs.Int("restart-every", 0, "start the engine afresh every `K` runs (target.start; default 1: every run)")
+	appendRuns := fs.Bool("append", false, "add the runs to the existing baseline's calibration instead of replacing it")
 	baselines := fs.String("baselines", "", "baselines `dir`ectory (default: gate.baselines of FILE)")
 	if code, ok := a.parse(fs, args); !ok {
 		return code
 	}
-	if *runs < 2 {
-		a.errorf("calibrate: --runs %d: a spread needs at least 2 runs", *runs)
+	if *runs < 2 && !(*appendRuns && *runs >= 1) {
+		a.errorf("calibrate: --runs %d: a spread needs at least 2 runs (1 to append to an existing calibration)", *runs)
+		return ExitBadInput
+	}
+	if *restartEvery < 0 {
+		a.errorf("calibrate: --restart-every %d: want a number of runs, at least 1", *restartEvery)
 		return ExitBadInput
 	}
 	f, code := a.loadConfig(p.config)
 	if f == nil {
 		return code
 	}
-	_, code = a.calibrate(ctx, f, p, *runs, baselineStore(f, *baselines))
+	if *restartEvery > 0 && f.Target.Start == nil {
+		a.errorf("calibrate: --restart-every %d: %s has no target.start, so slogate cannot start the engine; add target.start, or leave out --restart-every (the runs then share the running engine)", *restartEvery, f.Path)
+		return ExitBadInput
+	}
+	_, code = a.calibrate(ctx, f, p, calibrateParams{runs: *runs, restartEvery: max(*restartEvery, 1), append: *appendRuns}, baselineStore(f, *baselines))
 	return code
+}
+
+// calibrateParams are how a calibration spreads its runs.
+type calibrateParams struct {
+	runs int
+	// restartEvery starts the engine afresh every that many runs (target.start).
+	restartEvery int
+	// append adds the runs to the existing baseline's calibration.
+	append bool
 }
 
 // calibrate makes runs A/A runs of each selected workload and writes their baselines
 // with the calibration; it returns the files written.
-func (a *app) calibrate(ctx context.Context, f *workload.File, p runParams, runs int, store gate.Store) ([]string, int) {
+func (a *app) calibrate(ctx context.Context, f *workload.File, p runParams, cp calibrateParams, store gate.Store) ([]string, int) {
+	runs := cp.runs
 	selected, err := measure.SelectWorkloads(f, p.names)
 	if err != nil {
 		return nil, a.measureError(err)
@@ -60,9 +85,31 @@ func (a *app) calibrate(ctx context.Context, f *workload.File, p runParams, runs
 	var written []string
 	for _, w := range selected {
 		var recs []*result.Record
+		var starts []int
+		var stop func()
+		var started float64
+		var startup *result.Startup
 		for i := 1; i <= runs; i++ {
-			rec, code := a.measureOnce(ctx, r, f, w, p.target, p.outDir, measure.Trial{N: i, Of: runs,
-				Journal: filepath.Join(p.outDir, fmt.Sprintf("%s.c%d.journal.jsonl", w.Name, i))}, fmt.Sprintf("engine.c%d.log", i))
+			start := 0
+			if restarts {
+				start = (i - 1) / cp.restartEvery
+			}
+			if restarts && (i-1)%cp.restartEvery == 0 {
+				// A fresh engine for this run and the K − 1 after it.
+				if stop != nil {
+					stop()
+				}
+				proc, st, code := a.launchEngineLog(ctx, r, f, runParams{config: f.Path, target: p.target, outDir: p.outDir}, fmt.Sprintf("engine.c%d.log", i))
+				if proc == nil {
+					return written, code
+				}
+				stop, started = st, proc.StartDuration.Seconds()
+				startup = measure.StartupOf(proc)
+			} else if restarts {
+				started, startup = 0, nil // this run's engine was started for an earlier one
+			}
+			rec, code := a.measureOn(ctx, r, f, w, p.target, measure.Trial{N: i, Of: runs,
+				Journal: filepath.Join(p.outDir, fmt.Sprintf("%s.c%d.journal.jsonl", w.Name, i))}, restarts, started, startup)
 			if rec != nil {
 				path := filepath.Join(p.outDir, fmt.Sprintf("%s.c%d.json", w.Name, i))
 				if err := result.Write(path, rec); err != nil {
@@ -72,24 +119,46 @@ func (a *app) calibrate(ctx context.Context, f *workload.File, p runParams, runs
 				fmt.Fprintf(a.stderr, "slogate: calibration run %d/%d of %s: ITL p99 %.2f ms, TTFT p95 %.1f ms, goodput %.3f req/s (%s)\n",
 					i, runs, w.Name, rec.Summary.ITLms.P99, rec.Summary.TTFTms.P95, rec.Summary.GoodputRPS, path)
 				recs = append(recs, rec)
+				starts = append(starts, start)
 			}
 			if code != ExitOK {
+				if stop != nil {
+					stop()
+				}
 				return written, code
 			}
 		}
-		b, err := gate.FromRecords(recs, a.now())
-		if err != nil {
-			return written, a.gateError(err)
+		if stop != nil {
+			stop()
 		}
-		if b.Noise, err = gate.Calibrate(f, recs, restarts, a.now()); err != nil {
-			return written, a.gateError(err)
+		var b *gate.Baseline
+		var err error
+		if cp.append {
+			old, shown, lerr := store.Lookup(w.Name, gate.HardwareOf(recs[0]))
+			switch {
+			case lerr != nil:
+				return written, a.gateError(lerr)
+			case old == nil:
+				a.errorf("calibrate --append: %s: no baseline of %s on %s to append to: run slogate calibrate without --append first", shown, w.Name, gate.HardwareOf(recs[0]))
+				return written, ExitBadInput
+			}
+			if b, err = gate.AppendCalibration(f, old, recs, starts, a.now()); err != nil {
+				return written, a.gateError(err)
+			}
+		} else {
+			if b, err = gate.FromRecords(recs, a.now()); err != nil {
+				return written, a.gateError(err)
+			}
+			if b.Noise, err = gate.CalibrateStarts(f, recs, starts, a.now()); err != nil {
+				return written, a.gateError(err)
+			}
 		}
 		path, err := gate.Write(store.Dir, b)
 		if err != nil {
 			a.errorf("writing the baseline of %s on %s: %v", b.Workload, b.Hardware, err)
 			return written, ExitFailure
 		}
-		fmt.Fprintf(a.stdout, "wrote %s (%s on %s: %d A/A runs, engine %s)\n", path, b.Workload, b.Hardware, runs, engineOf(b.Environment))
+		fmt.Fprintf(a.stdout, "wrote %s (%s on %s: %d A/A runs, engine %s)\n", path, b.Workload, b.Hardware, b.Noise.Runs, engineOf(b.Environment))
 		for _, m := range b.Noise.Metrics {
 			if m.DF == 0 {
 				fmt.Fprintf(a.stdout, "  %-14s spread unknown: %s\n", m.Metric, m.Reason)
@@ -98,10 +167,22 @@ func (a *app) calibrate(ctx context.Context, f *workload.File, p runParams, runs
 			sp := m.Spread()
 			fmt.Fprintf(a.stdout, "  %-14s run-to-run ±%.1f%% (sd of the log), of which between runs ±%.1f%%, within a run ±%.1f%%\n",
 				m.Metric, 100*sp.RunSD, 100*sp.Between(), 100*sp.WithinSD)
+			if c := m.Components; c != nil {
+				fmt.Fprintf(a.stdout, "  %-14s by source: within a run %s, between runs of one server %s, between engine starts %s, between days %s\n",
+					"", sdText(&c.WithinSD), sdText(c.RunsSD), sdText(c.StartsSD), sdText(c.DaysSD))
+			}
 		}
 		written = append(written, path)
 	}
 	return written, ExitOK
+}
+
+// sdText is a standard deviation of the log as ±percent, "not measured" for none.
+func sdText(x *float64) string {
+	if x == nil {
+		return "not measured"
+	}
+	return fmt.Sprintf("±%.1f%%", 100**x)
 }
 
 // measureOnce makes one run of w: it starts the engine of target.start (its output in
@@ -120,12 +201,19 @@ func (a *app) measureOnce(ctx context.Context, r *measure.Runner, f *workload.Fi
 		started = proc.StartDuration.Seconds()
 		startup = measure.StartupOf(proc)
 	}
+	return a.measureOn(ctx, r, f, w, target, tr, f.Target.Start != nil, started, startup)
+}
+
+// measureOn makes one run of w on an engine that is up; started says whether slogate
+// started it (target.start) and how long the start took (0 for a run after the first
+// on one start).
+func (a *app) measureOn(ctx context.Context, r *measure.Runner, f *workload.File, w *workload.Workload, target string, tr measure.Trial, launched bool, started float64, startup *result.Startup) (*result.Record, int) {
 	t, err := r.Prepare(ctx, f, target)
 	if err != nil {
 		return nil, a.measureError(err)
 	}
 	rec := r.Run(ctx, f, w, t, tr)
-	if f.Target.Start != nil {
+	if launched {
 		if rec.Warmup == nil {
 			rec.Warmup = &result.WarmupSummary{}
 		}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,5 +93,68 @@ func TestCalibrateStoresTheSpread(t *testing.T) {
 	}
 	if !strings.Contains(string(g), `"method": "calibrated"`) || !strings.Contains(string(g), `"source": "calibration"`) {
 		t.Errorf("gate.json does not use the calibration:\n%s", g)
+	}
+}
+
+// TestCalibrateRestartEveryAndAppend: four runs with an engine start every two split the
+// spread between runs of one server and between engine starts; two more runs of a later
+// job appended to the same baseline (an engine start each, the default) join its
+// calibration, their engine starts numbered after the first job's. The runs all fall on
+// one day, so the days' part is lacking, and the calibration says so.
+func TestCalibrateRestartEveryAndAppend(t *testing.T) {
+	cfg := writeConfig(t, startedSimConfig(t, "--noise-speed-sd 0.3"))
+	dir := t.TempDir()
+	a, out, errb := testApp(t)
+	if code := a.run(context.Background(), []string{"calibrate", "-c", cfg, "--runs", "4", "--restart-every", "2", "-o", dir}); code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errb)
+	}
+	// Two starts served four runs: the engine log of each start, none for the others.
+	for i, want := range []bool{true, false, true, false} {
+		if _, err := os.Stat(filepath.Join(dir, "engine.c"+itoa(i+1)+".log")); (err == nil) != want {
+			t.Errorf("run %d: engine log %v, want one %v", i+1, err, want)
+		}
+	}
+	if !strings.Contains(out.String(), "between engine starts ±") || !strings.Contains(out.String(), "between days not measured") {
+		t.Errorf("stdout does not give the spread by source:\n%s", out)
+	}
+	a, out, errb = testApp(t)
+	if code := a.run(context.Background(), []string{"calibrate", "-c", cfg, "--runs", "2", "--append", "-o", t.TempDir()}); code != ExitOK {
+		t.Fatalf("append: exit %d\n%s\n%s", code, out, errb)
+	}
+	first, err := result.Read(filepath.Join(dir, "small.c1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := gate.DirStore(filepath.Join(filepath.Dir(cfg), "baselines")).Lookup("small", gate.HardwareOf(first))
+	if err != nil || b == nil || b.Noise == nil {
+		t.Fatalf("baseline %v: %v", b, err)
+	}
+	var starts []int
+	for _, x := range b.Noise.RunInfo {
+		starts = append(starts, x.Start)
+	}
+	if len(b.Trials) != 6 || b.Noise.Runs != 6 || fmt.Sprint(starts) != "[0 0 1 1 2 3]" {
+		t.Fatalf("after append: %d trials, %d runs, starts %v", len(b.Trials), b.Noise.Runs, starts)
+	}
+	for _, m := range b.Noise.Metrics {
+		c := m.Components
+		if c == nil || c.RunsSD == nil || c.StartsSD == nil || c.DaysSD != nil || strings.Join(c.Lacks, ",") != gate.LacksDays {
+			t.Errorf("%s: components %+v", m.Metric, c)
+		}
+	}
+}
+
+// TestCalibrateSpreadFlagsRefused: --restart-every without target.start, and --append
+// without a baseline to append to, are bad input.
+func TestCalibrateSpreadFlagsRefused(t *testing.T) {
+	cfg := writeConfig(t, tinyConfig)
+	a, _, errb := testApp(t)
+	if code := a.run(context.Background(), []string{"calibrate", "-c", cfg, "--restart-every", "2"}); code != ExitBadInput || !strings.Contains(errb.String(), "--restart-every 2: ") || !strings.Contains(errb.String(), "has no target.start") {
+		t.Errorf("--restart-every without target.start: exit %d, %s", code, errb)
+	}
+	started := writeConfig(t, startedSimConfig(t, ""))
+	a, _, errb = testApp(t)
+	if code := a.run(context.Background(), []string{"calibrate", "-c", started, "--runs", "1", "--append", "-o", t.TempDir()}); code != ExitBadInput || !strings.Contains(errb.String(), "to append to") {
+		t.Errorf("--append without a baseline: exit %d, %s", code, errb)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/slogate/slogate/gate"
 	"github.com/slogate/slogate/ghaction"
 	"github.com/slogate/slogate/measure"
+	"github.com/slogate/slogate/plan"
 	"github.com/slogate/slogate/report"
 	"github.com/slogate/slogate/result"
 	"github.com/slogate/slogate/workload"
@@ -235,6 +237,9 @@ func (c *ci) gateRecords(ctx context.Context, recs []*result.Record, code int) i
 	}
 	store := baselineStore(c.f, "")
 	res, err := gate.Evaluate(gate.Input{Config: c.f, Runs: recs, Store: store})
+	if err == nil {
+		res.GPUMinutes = gpuMinutes(recs)
+	}
 	if err != nil {
 		c.errorf("gate: %v", err)
 		c.out.Verdict = "error"
@@ -491,7 +496,7 @@ func (c *ci) modeBaseline(ctx context.Context) int {
 	if n := c.in.CalibrateRuns; n > 1 {
 		// A calibration: n A/A runs become the baseline, with each gated metric's
 		// run-to-run spread stored beside them.
-		written, code = c.calibrate(ctx, c.f, runParams{config: c.f.Path, target: c.in.Target, outDir: c.outDir}, n, baselineStore(c.f, ""))
+		written, code = c.calibrate(ctx, c.f, runParams{config: c.f.Path, target: c.in.Target, outDir: c.outDir}, calibrateParams{runs: n, restartEvery: 1}, baselineStore(c.f, ""))
 	} else {
 		recs, rc := c.run(ctx)
 		if rc != ExitOK || len(recs) == 0 {
@@ -644,4 +649,9 @@ func attainmentTarget(f *workload.File, name string) float64 {
 		}
 	}
 	return 0
+}
+
+// gpuMinutes is what a job's records held the GPU for, to the hundredth of a minute.
+func gpuMinutes(recs []*result.Record) float64 {
+	return math.Round(plan.Used(recs)*100) / 100
 }

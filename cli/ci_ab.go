@@ -51,7 +51,11 @@ func (c *ci) modeAB(ctx context.Context) int {
 	if blocks == 0 {
 		blocks = 16
 	}
-	res, recs, code := c.abJob(ctx, abParams{base: bf, cand: c.f, candTarget: c.in.Target, blocks: blocks, outDir: c.outDir})
+	minBlocks := c.in.MinBlocks
+	if minBlocks == 0 {
+		minBlocks = blocks
+	}
+	res, recs, code := c.abJob(ctx, abParams{base: bf, cand: c.f, candTarget: c.in.Target, blocks: blocks, minBlocks: minBlocks, outDir: c.outDir})
 	if res == nil {
 		return fail(max(code, ExitFailure))
 	}

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slogate/slogate/gate"
 	"github.com/slogate/slogate/sim"
 )
 
@@ -193,6 +194,15 @@ func TestCIEndToEnd(t *testing.T) {
 	}
 	if !strings.Contains(summary, "slogate") || !strings.Contains(summary, "<code>small</code>") {
 		t.Errorf("summary:\n%s", summary)
+	}
+	// The job says what it held the machine for: in gate.json and in the comment. A
+	// run of 40 requests at 20 req/s lasts about 2 s.
+	var gj gate.Result
+	if raw, err := os.ReadFile(filepath.Join(dir, "slogate-out", "gate.json")); err != nil || json.Unmarshal(raw, &gj) != nil || !(gj.GPUMinutes > 0.01 && gj.GPUMinutes < 2) {
+		t.Errorf("gate.json gpu_minutes %v (%v)", gj.GPUMinutes, err)
+	}
+	if !strings.Contains(summary, "GPU time of this job: ") {
+		t.Errorf("the comment does not say the job's GPU time:\n%s", summary)
 	}
 	gh.mu.Lock()
 	if len(gh.comments) != 1 || !strings.HasPrefix(gh.comments[0].Body, "<!-- slogate:sticky:") {

@@ -109,6 +109,7 @@ func commands() map[string]command {
 		"gate":       {"compare run records with the committed baselines and give a verdict", (*app).cmdGate},
 		"baseline":   {"baseline update: make run records (and sweeps) the new baselines", (*app).cmdBaseline},
 		"ab":         {"A/B in one job: the baseline and candidate engines in alternating blocks on this machine, gated", (*app).cmdAB},
+		"plan":       {"print what gating a pull request costs (GPU minutes per mode, blocks, detectable change) before it runs", (*app).cmdPlan},
 		"calibrate":  {"measure the engine's run-to-run spread on this runner (A/A runs) and store it with the baseline", (*app).cmdCalibrate},
 		"audit":      {"show each baseline's versions, age and drift from the current environment", (*app).cmdAudit},
 		"sim":        {"serve the simulated engine (vLLM's API) for tests and demos", (*app).cmdSim},

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/slogate/slogate/gate/stats"
@@ -41,7 +42,10 @@ func joinRuns(rs []*run) *run {
 
 // evalBlocks judges one bootstrapped rule on the blocks of an A/B job (stats.CompareBlocks).
 // basePol holds the policy's resamples, confidence and seed; the rule gives the rest.
-func evalBlocks(rule workload.Rule, def metricDef, blocks []abBlock, basePol stats.Policy) MetricResult {
+// A sequential job (seq) is judged by the pairs' confidence sequence instead, the
+// interval its stopping rule looked at, which holds however often it was looked at;
+// CompareBlocks still says what the noise is made of.
+func evalBlocks(rule workload.Rule, def metricDef, blocks []abBlock, basePol stats.Policy, seq bool) MetricResult {
 	m := MetricResult{Metric: rule.Metric, Unit: def.unit, Tolerance: rule.Tolerance, Max: rule.Max, Min: rule.Min, Method: MethodBlocks}
 	dir := ruleDirection(rule, def)
 	m.Direction = dir.String()
@@ -72,6 +76,9 @@ func evalBlocks(rule workload.Rule, def metricDef, blocks []abBlock, basePol sta
 			m.Noise = noiseResult(nz, r)
 		}
 		m.Warnings = append(m.Warnings, r.Warnings...)
+		if seq && r.Verdict != Incomparable {
+			r.Verdict = sequentialVerdict(&m, sb, pol, r.Verdict)
+		}
 		verdicts = append(verdicts, r.Verdict)
 	} else {
 		m.Method = MethodAbsolute
@@ -91,6 +98,28 @@ func evalBlocks(rule workload.Rule, def metricDef, blocks []abBlock, basePol sta
 	}
 	m.Verdict = Worst(verdicts...)
 	return m
+}
+
+// sequentialVerdict replaces m's interval by the confidence sequence of the blocks'
+// pairs and judges it by the usual rule (fail when it lies wholly beyond the tolerance,
+// warn when only its point does); the fixed interval's verdict when the blocks give no
+// pairs.
+func sequentialVerdict(m *MetricResult, sb []stats.Block, pol stats.Policy, fixed Verdict) Verdict {
+	p, lo, hi, dec, ok := stats.SequentialBlocks(sb, pol)
+	if !ok {
+		m.Warnings = append(m.Warnings, "no pairs of blocks with positive values: judged by the blocks' fixed interval")
+		return fixed
+	}
+	m.Ratio, m.Lo, m.Hi = finite(p), finite(lo), finite(hi)
+	m.Decided = dec
+	m.Resolution = 0
+	if hi > 0 && lo > 0 && !math.IsInf(hi, 0) {
+		m.Resolution = math.Round(math.Sqrt(hi/lo)*1e6)/1e6 - 1
+	}
+	if m.Lo == nil || m.Hi == nil {
+		m.Warnings = append(m.Warnings, "too few pairs of blocks for the confidence sequence to exclude any ratio")
+	}
+	return stats.Judge(pol.Direction, pol.Tolerance, p, lo, hi)
 }
 
 // abLayout writes the sides of blocks in order: "ABBAABBA".
@@ -185,7 +214,12 @@ func judgeAB(cfg *workload.File, name string, recs []*result.Record, rules []wor
 	for _, r := range cand {
 		wr.CandidateSummaries = append(wr.CandidateSummaries, r.Summary)
 	}
-	wr.Warnings = append(wr.Warnings, fmt.Sprintf("A/B in one job: %d blocks laid out %s (A: baseline, B: candidate)", len(recs), first.AB.Layout))
+	stop := stopOf(first)
+	wr.BlocksRun, wr.MaxBlocks = len(recs), first.AB.Blocks
+	wr.Warnings = append(wr.Warnings, fmt.Sprintf("A/B in one job: %d blocks laid out %s (A: baseline, B: candidate)", len(recs), first.AB.Layout[:min(len(recs), len(first.AB.Layout))]))
+	if stop.Sequential() {
+		wr.Warnings = append(wr.Warnings, fmt.Sprintf("sequential: at least %d and at most %d blocks, judged by a confidence sequence valid at every look (docs/noise.md)", stop.MinBlocks, stop.MaxBlocks))
+	}
 	if wr.Swap = abSwapTotal(recs); wr.Swap != nil {
 		wr.Warnings = append(wr.Warnings, swapNote(wr.Swap))
 	}
@@ -237,10 +271,13 @@ func judgeAB(cfg *workload.File, name string, recs []*result.Record, rules []wor
 				continue
 			}
 		default:
-			m = evalBlocks(rule, def, ab, pol)
+			m = evalBlocks(rule, def, ab, pol, stop.Sequential())
 		}
 		wr.Metrics = append(wr.Metrics, m)
 		verdicts = append(verdicts, m.Verdict)
+	}
+	if stop.Sequential() {
+		wr.Stopped = stoppedOf(rules, defs, ab, stop, g.Confidence)
 	}
 	wr.Verdict = Worst(verdicts...)
 	return wr, nil

@@ -107,6 +107,10 @@ type Result struct {
 	// AllowMissingBaseline is gate.missing_baseline: allow: a workload without a baseline
 	// does not fail the gate (bootstrapping). Its verdict is still no_baseline.
 	AllowMissingBaseline bool `json:"allow_missing_baseline,omitempty"`
+	// GPUMinutes is what the job that made the records held its GPUs for: engine starts,
+	// warm-ups and runs, times the GPUs (plan.Used); 0 when not known (a gate of records
+	// made elsewhere).
+	GPUMinutes float64 `json:"gpu_minutes,omitempty"`
 	// Warnings concern the input as a whole (records of workloads the config does not
 	// define, workloads without records).
 	Warnings []string `json:"warnings,omitempty"`
@@ -143,8 +147,13 @@ type WorkloadResult struct {
 	Provenance []string `json:"provenance,omitempty"`
 	// Swap totals an A/B job's engine starts, sleeps and wakes over its blocks (nil
 	// outside A/B jobs): the engine time spent outside measured windows.
-	Swap     *result.ABSwap `json:"swap,omitempty"`
-	Warnings []string       `json:"warnings,omitempty"`
+	Swap *result.ABSwap `json:"swap,omitempty"`
+	// BlocksRun and MaxBlocks are an A/B job's blocks run and its maximum; Stopped
+	// says when and why a sequential job stopped (nil for a fixed one).
+	BlocksRun int      `json:"blocks_run,omitempty"`
+	MaxBlocks int      `json:"max_blocks,omitempty"`
+	Stopped   *Stopped `json:"stopped,omitempty"`
+	Warnings  []string `json:"warnings,omitempty"`
 }
 
 // TrialCounts are the number of trials on each side.
@@ -193,8 +202,11 @@ type MetricResult struct {
 	// Per-trial values with repeated trials.
 	BaselineTrials  []float64 `json:"baseline_trials,omitempty"`
 	CandidateTrials []float64 `json:"candidate_trials,omitempty"`
-	Verdict         Verdict   `json:"verdict"`
-	Warnings        []string  `json:"warnings,omitempty"`
+	// Decided is what a sequential A/B job's confidence sequence decided for the rule
+	// ("fail", "pass"); "" when it decided nothing or the job was not sequential.
+	Decided  stats.Decision `json:"decided,omitempty"`
+	Verdict  Verdict        `json:"verdict"`
+	Warnings []string       `json:"warnings,omitempty"`
 }
 
 // InputError is input the gate cannot judge (no records, two records of one trial, an
@@ -658,6 +670,9 @@ func evalRule(rule workload.Rule, def metricDef, base, cand []*run, cal *Calibra
 			m.Method = MethodTrials
 			if source == "calibration" {
 				m.Method = MethodCalibrated
+				if x := lacksText(cal.lookup(rule.Metric).Components); x != "" {
+					m.Warnings = append(m.Warnings, x)
+				}
 			}
 			if r.Verdict != Incomparable {
 				// The sides as compared: the geometric means of their runs.

@@ -25,6 +25,9 @@ type Calibration struct {
 	// spread includes what differs between engine starts.
 	Restarts bool           `json:"restarts,omitempty"`
 	Metrics  []MetricSpread `json:"metrics"`
+	// RunInfo says, per run in trial order, which engine start served it and on which
+	// day it ran; absent in calibrations older than it.
+	RunInfo []CalRun `json:"run_info,omitempty"`
 }
 
 // MetricSpread is one metric's spread over the calibration runs.
@@ -38,11 +41,14 @@ type MetricSpread struct {
 	Values []float64 `json:"values"`
 	// Reason says why the spread is unknown (DF 0); "" otherwise.
 	Reason string `json:"reason,omitempty"`
+	// Components split the spread by where it comes from (componentsOf).
+	Components *Components `json:"components,omitempty"`
 }
 
-// Spread is the metric's spread for the statistics.
+// Spread is the metric's spread for the statistics: with components, every part the
+// calibration measured (Components.spread).
 func (m *MetricSpread) Spread() stats.Spread {
-	return stats.Spread{RunSD: m.RunSD, WithinSD: m.WithinSD, DF: m.DF}
+	return m.Components.spread(stats.Spread{RunSD: m.RunSD, WithinSD: m.WithinSD, DF: m.DF})
 }
 
 func (c *Calibration) lookup(metric string) *MetricSpread {
@@ -59,10 +65,27 @@ func (c *Calibration) lookup(metric string) *MetricSpread {
 
 // Calibrate measures the between-run spread of every bootstrapped rule of cfg over recs,
 // the A/A runs of one workload on one hardware. It refuses runs that cannot be judged
-// (*UnfitError) and fewer than two runs.
+// (*UnfitError) and fewer than two runs. With restarts every run had its own engine
+// start; without, one server served them all.
 func Calibrate(cfg *workload.File, recs []*result.Record, restarts bool, now time.Time) (*Calibration, error) {
+	starts := make([]int, len(recs))
+	for i := range starts {
+		if restarts {
+			starts[i] = i
+		}
+	}
+	return CalibrateStarts(cfg, recs, starts, now)
+}
+
+// CalibrateStarts is Calibrate for runs whose engine starts are known: starts[i] numbers
+// the engine start that served recs[i] (runs of one start share its number), so that
+// the spread can be split between runs of one server and between engine starts.
+func CalibrateStarts(cfg *workload.File, recs []*result.Record, starts []int, now time.Time) (*Calibration, error) {
 	if len(recs) < 2 {
 		return nil, fmt.Errorf("a calibration needs at least 2 runs, got %d", len(recs))
+	}
+	if len(starts) != len(recs) {
+		return nil, fmt.Errorf("%d engine starts for %d runs", len(starts), len(recs))
 	}
 	for _, r := range recs {
 		if why := Unfit(r); why != "" {
@@ -72,16 +95,82 @@ func Calibrate(cfg *workload.File, recs []*result.Record, restarts bool, now tim
 			return nil, errors.New("calibration runs of different workload hashes")
 		}
 	}
+	runs := make([]*run, len(recs))
+	info := make([]CalRun, len(recs))
+	for i, r := range recs {
+		runs[i] = runOf(r)
+		info[i] = CalRun{Start: starts[i], Day: r.Start.UTC().Format(time.DateOnly)}
+	}
+	return calibrateRuns(cfg, runs, info, now)
+}
+
+// AppendCalibration adds the A/A runs recs, served by the engine starts starts
+// (numbered among themselves), to a calibrated baseline b: their trials join b's after
+// its own, their engine starts are numbered after b's, and the calibration is measured
+// again over every run, so that runs made in several jobs, on several days, show what
+// moves between them.
+func AppendCalibration(cfg *workload.File, b *Baseline, recs []*result.Record, starts []int, now time.Time) (*Baseline, error) {
+	if b.Noise == nil {
+		return nil, inputErrorf("%s on %s: the baseline has no calibration to append to: make one with slogate calibrate", b.Workload, b.Hardware)
+	}
+	if len(starts) != len(recs) {
+		return nil, fmt.Errorf("%d engine starts for %d runs", len(starts), len(recs))
+	}
+	nb, err := FromRecords(recs, now)
+	if err != nil {
+		return nil, err
+	}
+	if nb.WorkloadHash != b.WorkloadHash || nb.Hardware != b.Hardware {
+		return nil, inputErrorf("%s: the new runs (hash %s on %s) are not of the baseline's workload (hash %s on %s): a calibration cannot mix them", b.Workload, nb.WorkloadHash, nb.Hardware, b.WorkloadHash, b.Hardware)
+	}
+	old, err := b.trialRuns()
+	if err != nil {
+		return nil, err
+	}
+	info := b.Noise.RunInfo
+	if len(info) != len(old) {
+		// A calibration older than run labels: each run its own start when it restarted,
+		// else one server; the day from the trial's start.
+		info = make([]CalRun, len(old))
+		for i, t := range b.Trials {
+			info[i] = CalRun{Day: t.Start.UTC().Format(time.DateOnly)}
+			if b.Noise.Restarts {
+				info[i].Start = i
+			}
+		}
+	}
+	next := 0
+	for _, x := range info {
+		next = max(next, x.Start+1)
+	}
+	out := *b
+	out.Trials = slices.Clone(b.Trials)
+	runs := slices.Clone(old)
+	info = slices.Clone(info)
+	for i, t := range nb.Trials {
+		t.Trial = len(out.Trials) + 1
+		out.Trials = append(out.Trials, t)
+		runs = append(runs, nb.runs[i])
+		info = append(info, CalRun{Start: next + starts[i], Day: recs[i].Start.UTC().Format(time.DateOnly)})
+	}
+	out.runs = runs
+	if out.Noise, err = calibrateRuns(cfg, runs, info, now); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+func calibrateRuns(cfg *workload.File, runs []*run, info []CalRun, now time.Time) (*Calibration, error) {
 	rules := cfg.Gate.Rules
 	if len(rules) == 0 {
 		rules = workload.DefaultRules()
 	}
 	g := cfg.Gate
-	runs := make([]*run, len(recs))
-	for i, r := range recs {
-		runs[i] = runOf(r)
+	starts := map[int]bool{}
+	for _, x := range info {
+		starts[x.Start] = true
 	}
-	c := &Calibration{Source: "calibrate", Created: now.UTC().Truncate(time.Second), Runs: len(recs), Restarts: restarts}
+	c := &Calibration{Source: "calibrate", Created: now.UTC().Truncate(time.Second), Runs: len(runs), Restarts: len(starts) == len(runs), RunInfo: info}
 	for _, r := range rules {
 		def, err := lookupMetric(r.Metric)
 		if err != nil {
@@ -102,7 +191,11 @@ func Calibrate(cfg *workload.File, recs []*result.Record, restarts bool, now tim
 		}
 		sp, why := stats.MeasureSpread(ms, stats.Policy{Direction: stats.LowerIsBetter, Resamples: g.Resamples, Confidence: g.Confidence, Seed: uint64(g.Seed)})
 		sp = round6(sp)
-		c.Metrics = append(c.Metrics, MetricSpread{Metric: r.Metric, RunSD: sp.RunSD, WithinSD: sp.WithinSD, DF: sp.DF, Values: vals, Reason: why})
+		m := MetricSpread{Metric: r.Metric, RunSD: sp.RunSD, WithinSD: sp.WithinSD, DF: sp.DF, Values: vals, Reason: why}
+		if why == "" {
+			m.Components = componentsOf(vals, sp.WithinSD, info)
+		}
+		c.Metrics = append(c.Metrics, m)
 	}
 	return c, nil
 }

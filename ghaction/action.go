@@ -9,6 +9,7 @@
 package ghaction
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strconv"
@@ -44,6 +45,8 @@ type Inputs struct {
 	CalibrateRuns int
 	// Blocks is the number of A/B blocks of mode ab (slogate ab --blocks); 0: 16.
 	Blocks int
+	// MinBlocks makes mode ab sequential (slogate ab --min-blocks); 0: every block runs.
+	MinBlocks int
 }
 
 // Valid values of the enumerated inputs, in the order the errors list them.
@@ -114,6 +117,9 @@ func ReadInputs(a *githubactions.Action) (Inputs, error) {
 		errs = append(errs, err)
 	}
 	if in.Blocks, err = intInput(a, "blocks", 0, func(n int) bool { return n >= 4 && n%4 == 0 }, "a multiple of 4, at least 4"); err != nil {
+		errs = append(errs, err)
+	}
+	if in.MinBlocks, err = intInput(a, "min-blocks", 0, func(n int) bool { return n == 0 || (n >= 4 && n%2 == 0 && n <= cmp.Or(in.Blocks, 16)) }, "an even number from 4 to blocks (16 when blocks is empty)"); err != nil {
 		errs = append(errs, err)
 	}
 	return in, errors.Join(errs...)

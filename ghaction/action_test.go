@@ -43,6 +43,9 @@ func TestReadInputs(t *testing.T) {
 			Inputs{Config: "slogate.yaml", Mode: "audit", FailOn: "never", Comment: true, CommentMode: "always"}},
 		{"run", map[string]string{"INPUT_MODE": "run", "INPUT_ALLOW-FORK-PRS": "false"},
 			Inputs{Config: "slogate.yaml", Mode: "run", FailOn: "fail", Comment: true, CommentMode: "always"}},
+		// A sequential A/B job: at least 4 blocks, at most 32.
+		{"ab, sequential", map[string]string{"INPUT_MODE": "ab", "INPUT_BLOCKS": "32", "INPUT_MIN-BLOCKS": "4"},
+			Inputs{Config: "slogate.yaml", Mode: "ab", FailOn: "fail", Comment: true, CommentMode: "always", Blocks: 32, MinBlocks: 4}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -111,6 +114,11 @@ func TestReadInputsInvalid(t *testing.T) {
 		// "1" is not either: a security switch must not be turned on by accident.
 		{"allow-fork-prs", map[string]string{"INPUT_ALLOW-FORK-PRS": "1"},
 			[]string{`input "allow-fork-prs": invalid value "1"; valid values: "true", "True", "TRUE", "false", "False", "FALSE"`}},
+		// A minimum above the maximum, and one that cannot make pairs of blocks.
+		{"min-blocks", map[string]string{"INPUT_BLOCKS": "8", "INPUT_MIN-BLOCKS": "12"},
+			[]string{`input "min-blocks": invalid value "12"; valid values: an even number from 4 to blocks (16 when blocks is empty)`}},
+		{"min-blocks odd", map[string]string{"INPUT_MIN-BLOCKS": "5"},
+			[]string{`input "min-blocks": invalid value "5"; valid values: an even number from 4 to blocks (16 when blocks is empty)`}},
 		// All problems are reported at once.
 		{"all at once", map[string]string{"INPUT_MODE": "x", "INPUT_FAIL-ON": "y", "INPUT_COMMENT": "z", "INPUT_ALLOW-FORK-PRS": "w"},
 			[]string{

@@ -162,6 +162,9 @@ func (c Comment) workloadMain(b *strings.Builder, w gate.WorkloadResult) {
 	for _, p := range w.Provenance {
 		fmt.Fprintf(b, "> provenance: %s\n\n", esc(p))
 	}
+	if s := stoppedText(w); s != "" {
+		fmt.Fprintf(b, "> A/B: %s\n\n", esc(s))
+	}
 	c.nextSteps(b, w)
 	if len(w.Metrics) > 0 {
 		b.WriteString("| metric | baseline | candidate | Δ | interval | tolerance | verdict |\n|---|--:|--:|--:|--:|--:|---|\n")
@@ -349,6 +352,9 @@ func (c Comment) footer() string {
 	b.WriteString("---\n<sub>")
 	if c.Gate != nil {
 		fmt.Fprintf(&b, "Intervals: %g%% bootstrap over whole requests, %d resamples, seed %d.", 100*c.Gate.Confidence, c.Gate.Resamples, c.Gate.Seed)
+		if c.Gate.GPUMinutes > 0 {
+			fmt.Fprintf(&b, " GPU time of this job: %.2f minutes (engine starts, warm-ups and runs).", c.Gate.GPUMinutes)
+		}
 	}
 	if c.RunURL != "" {
 		fmt.Fprintf(&b, " HTML report and run records: [workflow run](%s).", c.RunURL)
@@ -568,4 +574,16 @@ func escHTML(s string) string {
 func noAutolink(s string) string {
 	s = strings.ReplaceAll(s, "://", ":\u200b//")
 	return strings.ReplaceAll(s, "www.", "www\u200b.")
+}
+
+// stoppedText is the comment's line on a sequential A/B job's length: "stopped after 6
+// of at most 16 blocks: every rule decided".
+func stoppedText(w gate.WorkloadResult) string {
+	if w.Stopped == nil {
+		return ""
+	}
+	if w.Stopped.Reason == gate.StopDecided {
+		return fmt.Sprintf("stopped after %d of at most %d blocks: %s", w.Stopped.AtBlock, w.MaxBlocks, w.Stopped.Why)
+	}
+	return fmt.Sprintf("ran %d of at most %d blocks: %s", w.Stopped.AtBlock, w.MaxBlocks, w.Stopped.Why)
 }

@@ -289,6 +289,9 @@ func Resolution(m Metric, resamples int, conf float64, seed uint64) float64 {
 	return math.Sqrt2 * halfWidth(self, conf)
 }
 
+// Judge applies DESIGN §5's verdict rule to a ratio and its interval.
+func Judge(d Direction, t, point, lo, hi float64) Verdict { return judge(d, t, point, lo, hi) }
+
 // judge applies DESIGN §5's verdict rule to a ratio and its interval.
 func judge(d Direction, t, point, lo, hi float64) Verdict {
 	if d == HigherIsBetter {

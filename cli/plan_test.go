@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slogate/slogate/gate"
+	"github.com/slogate/slogate/gate/gatetest"
+	"github.com/slogate/slogate/result"
+	"github.com/slogate/slogate/sim"
+	"github.com/slogate/slogate/workload"
+)
+
+// TestPlanFromCalibration: slogate plan reads the calibration stored with a workload's
+// baseline and the engine starts of its records, and prints each mode's GPU minutes
+// from them; without a calibration it assumes a spread and says so.
+func TestPlanFromCalibration(t *testing.T) {
+	cfgPath := writeConfig(t, strings.Replace(tinyConfig, "    slo:", "    repeats: 3\n    slo:", 1))
+	f, err := workload.Load(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Dir(cfgPath)
+	recDir := t.TempDir()
+	var recs []*result.Record
+	for i := 1; i <= 4; i++ {
+		r := gatetest.Record(uint64(i), gatetest.Spec{Workload: "small", Requests: 200, Trial: i, Noise: sim.NoisePresets["gpu"], NoiseSeed: int64(i)})
+		r.Warmup = &result.WarmupSummary{EngineStartS: 60}
+		recs = append(recs, r)
+		if err := result.Write(filepath.Join(recDir, "small.c"+itoa(i)+".json"), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, out, errb := testApp(t)
+	// Before any calibration: the spread is assumed, and said to be.
+	if code := a.run(context.Background(), []string{"plan", "-c", cfgPath, "--baselines", filepath.Join(dir, "none")}); code != ExitOK || !strings.Contains(out.String(), "assumed: no calibration") || !strings.Contains(out.String(), "measure it with slogate calibrate") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errb)
+	}
+	b, err := gate.FromRecords(recs, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Noise, err = gate.Calibrate(f, recs, true, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	bdir := filepath.Join(dir, "baselines")
+	if _, err := gate.Write(bdir, b); err != nil {
+		t.Fatal(err)
+	}
+	a, out, errb = testApp(t)
+	code := a.run(context.Background(), []string{"plan", "-c", cfgPath, "--baselines", bdir, "--records", recDir, "--blocks", "16"})
+	got := out.String()
+	// 40 requests at 20 req/s: a run of 2 s, a warm-up of 0.1 s; a start of 60 s from
+	// the records. A/B with restarts: 16 × 62.1 s = 16.56 minutes.
+	for _, want := range []string{"engine start 60 s (median of 4 recorded starts)", "calibration of 4 runs", "A/B, restarts       16.6", "16 of at most 16"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the plan does not say %q:\n%s", want, got)
+		}
+	}
+	if code != ExitOK || strings.Contains(got, "assumed") {
+		t.Errorf("exit %d\n%s\n%s", code, got, errb)
+	}
+}
+
+// TestPlanBadInput: a flag out of range is exit 2, quoting it and what is valid.
+func TestPlanBadInput(t *testing.T) {
+	cfg := writeConfig(t, tinyConfig)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--start-cost", "0s"}, "--start-cost 0s: want a duration above 0"},
+		{[]string{"--blocks", "10"}, "--blocks 10: want a multiple of 4"},
+		{[]string{"--min-blocks", "6", "--blocks", "4"}, "--min-blocks 6: want an even number from 4 to --blocks 4"},
+	} {
+		a, _, errb := testApp(t)
+		if code := a.run(context.Background(), append([]string{"plan", "-c", cfg}, c.args...)); code != ExitBadInput || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("%v: exit %d, %s; want 2 and %q", c.args, code, errb, c.want)
+		}
+	}
+	closed := writeConfig(t, strings.Replace(tinyConfig, "arrival: {process: poisson, rate: 20}", "arrival: {process: closed, users: 2}", 1))
+	a, _, errb := testApp(t)
+	if code := a.run(context.Background(), []string{"plan", "-c", closed}); code != ExitBadInput || !strings.Contains(errb.String(), `arrival "closed" without a rate`) {
+		t.Errorf("closed loop: exit %d, %s", code, errb)
+	}
+}

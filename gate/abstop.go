@@ -1,0 +1,169 @@
+package gate
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/slogate/slogate/gate/stats"
+	"github.com/slogate/slogate/result"
+	"github.com/slogate/slogate/workload"
+)
+
+// An A/B job whose clear answer is known after a few blocks need not run the rest: with
+// an engine start per block, every block costs minutes of a GPU. The job looks after
+// every block (from its minimum on) at each gated rule's confidence sequence
+// (stats.SequentialBlocks: valid however often it is looked at) and stops when the
+// answer is known: a rule whose whole sequence is beyond its tolerance (the job fails
+// whatever the others say), or every rule's sequence within its tolerance. A close
+// call runs to the maximum. With the minimum equal to the maximum the job is the fixed
+// design of old, judged by the blocks' regression interval (stats.CompareBlocks).
+
+// Reasons of Stopped.
+const (
+	StopDecided   = "decided"    // the answer was known before the maximum
+	StopMaxBlocks = "max_blocks" // the maximum was reached
+)
+
+// Stopped says when and why an A/B job stopped adding blocks.
+type Stopped struct {
+	// Reason is StopDecided or StopMaxBlocks.
+	Reason string `json:"reason"`
+	// AtBlock is the block after which the job stopped (its blocks run).
+	AtBlock int `json:"at_block"`
+	// Why says it in words: "every rule decided", "itl_p99 decided fail", "no
+	// decision".
+	Why string `json:"why"`
+}
+
+// ABStop is the stopping rule of an A/B job: it looks after at least MinBlocks blocks
+// and stops at MaxBlocks. MinBlocks equal to MaxBlocks (or 0) is the fixed design.
+type ABStop struct {
+	MinBlocks, MaxBlocks int
+}
+
+// Sequential says whether the job may stop before its maximum.
+func (s ABStop) Sequential() bool { return s.MinBlocks > 0 && s.MinBlocks < s.MaxBlocks }
+
+// stopOf is the stopping rule a job's records were made under.
+func stopOf(r *result.Record) ABStop {
+	return ABStop{MinBlocks: r.AB.MinBlocks, MaxBlocks: r.AB.Blocks}
+}
+
+// LookAB is the stopping rule's look after a block of one workload's A/B job: recs are
+// the job's blocks so far (of that workload, in order). It returns nil to go on, or
+// when and why to stop. A job that is not sequential stops at its maximum only.
+func LookAB(cfg *workload.File, stop ABStop, recs []*result.Record) (*Stopped, error) {
+	n := len(recs)
+	if n >= stop.MaxBlocks {
+		return &Stopped{Reason: StopMaxBlocks, AtBlock: n, Why: "no decision before the maximum"}, nil
+	}
+	if !stop.Sequential() || n < stop.MinBlocks || n%2 != 0 {
+		return nil, nil // a decision changes only when a pair of blocks completes
+	}
+	rules, defs, err := ruleDefs(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ab := make([]abBlock, n)
+	for i, r := range recs {
+		if r.AB == nil {
+			return nil, inputErrorf("%s: the record of workload %q has no A/B block: not a record of slogate ab", cfg.Path, r.Workload)
+		}
+		if why := Unfit(r); why != "" {
+			return nil, nil // the gate will refuse the job; more blocks do not help it
+		}
+		ab[i] = abBlock{r: runOf(r), candidate: r.AB.Side == result.SideCandidate}
+	}
+	if stop, why := lookBlocks(rules, defs, ab, cfg.Gate.Confidence); stop {
+		return &Stopped{Reason: StopDecided, AtBlock: n, Why: why}, nil
+	}
+	return nil, nil
+}
+
+// lookBlocks is one look at every gated rule's confidence sequence over the blocks so
+// far: stop when a rule is decided fail or every rule is decided, and why.
+func lookBlocks(rules []workload.Rule, defs []metricDef, ab []abBlock, confidence float64) (bool, string) {
+	var decided, failed []string
+	open := 0
+	for i, rule := range rules {
+		def := defs[i]
+		if def.kind != kindBootstrap || !isRelative(rule) {
+			// An exact metric has no noise to wait out, and an absolute limit is
+			// checked on the candidate's blocks run, whenever the job stops.
+			continue
+		}
+		dec := sequentialDecision(rule, def, ab, confidence)
+		switch dec {
+		case stats.DecidedFail:
+			failed = append(failed, rule.Metric)
+		case stats.DecidedPass:
+			decided = append(decided, rule.Metric)
+		default:
+			open++
+		}
+	}
+	switch {
+	case len(failed) > 0:
+		return true, strings.Join(failed, ", ") + " decided fail"
+	case open == 0 && len(decided) > 0:
+		return true, "every rule decided"
+	}
+	return false, ""
+}
+
+func isRelative(rule workload.Rule) bool {
+	return rule.Direction != "" || rule.Tolerance > 0 || (rule.Max == nil && rule.Min == nil)
+}
+
+func sequentialDecision(rule workload.Rule, def metricDef, ab []abBlock, confidence float64) stats.Decision {
+	_, _, _, dec, ok := stats.SequentialBlocks(blocksOf(def, ab), seqPolicy(rule, def, confidence))
+	if !ok {
+		return stats.Undecided
+	}
+	return dec
+}
+
+func seqPolicy(rule workload.Rule, def metricDef, confidence float64) stats.Policy {
+	return stats.Policy{Direction: ruleDirection(rule, def), Tolerance: rule.Tolerance, Confidence: confidence}
+}
+
+func blocksOf(def metricDef, ab []abBlock) []stats.Block {
+	sb := make([]stats.Block, len(ab))
+	for i, b := range ab {
+		sb[i] = stats.Block{Candidate: b.candidate, At: b.at, Metric: def.build(b.r)}
+	}
+	return sb
+}
+
+// stoppedOf replays the stopping rule over a sequential job's blocks: where it stopped
+// and why. A job cut short of both (an engine that failed) says so.
+func stoppedOf(rules []workload.Rule, defs []metricDef, ab []abBlock, stop ABStop, confidence float64) *Stopped {
+	for k := stop.MinBlocks; k <= len(ab); k++ {
+		if k%2 != 0 || k >= stop.MaxBlocks {
+			continue
+		}
+		if ok, why := lookBlocks(rules, defs, ab[:k], confidence); ok {
+			return &Stopped{Reason: StopDecided, AtBlock: k, Why: why}
+		}
+	}
+	if len(ab) >= stop.MaxBlocks {
+		return &Stopped{Reason: StopMaxBlocks, AtBlock: len(ab), Why: "no decision before the maximum"}
+	}
+	return &Stopped{Reason: StopMaxBlocks, AtBlock: len(ab), Why: fmt.Sprintf("the job ended after %d of at most %d blocks without a decision", len(ab), stop.MaxBlocks)}
+}
+
+// NoiseRules are cfg's rules that the gate judges against noise (a bootstrapped metric
+// with a relative part): the rules a stopping rule waits for and a plan costs.
+func NoiseRules(cfg *workload.File) ([]workload.Rule, error) {
+	rules, defs, err := ruleDefs(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var out []workload.Rule
+	for i, r := range rules {
+		if defs[i].kind == kindBootstrap && isRelative(r) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}

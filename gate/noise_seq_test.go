@@ -1,0 +1,172 @@
+package gate
+
+import (
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/slogate/slogate/gate/gatetest"
+)
+
+// These tests measure the sequential A/B job (abstop.go) over many seeded trials of
+// gatetest's noise model at the "gpu" level, as noise_test.go does for the fixed job:
+// how often it fails when nothing changed, looking after every block; how often it
+// catches a 20% ITL p99 regression; how many blocks it runs; and what the job costs in
+// GPU time against the fixed recipe of 16 blocks, each with an engine start.
+
+// Costs of an engine on a GPU runner, for the GPU time of each recipe: a start of vLLM
+// serving an 8B model, and a wake from sleep mode.
+const (
+	startCost = 90 * time.Second
+	wakeCost  = 3 * time.Second
+)
+
+// recipe is how a job's engines meet its blocks.
+type recipe int
+
+const (
+	// restarts: every block starts its engine afresh (target.start), so every block
+	// draws its own engine noise.
+	restarts recipe = iota
+	// swaps: each engine is started once and put to sleep between its blocks; its
+	// blocks share one draw of the engine noise, on a clock that runs through the job.
+	swaps
+)
+
+// gpuTime is what a job of n blocks holds the GPU for.
+func (r recipe) gpuTime(n int) time.Duration {
+	if r == swaps {
+		return 2*startCost + time.Duration(n)*(wakeCost+blockSpan)
+	}
+	return time.Duration(n) * (startCost + blockSpan)
+}
+
+func (r recipe) String() string { return [...]string{"restarts", "swaps"}[r] }
+
+// seqTrial is the outcome of one sequential job.
+type seqTrial struct {
+	blocks   int
+	verdicts []Verdict
+	stopped  string
+}
+
+// seqJobs runs trials sequential A/B jobs of at most maxBlocks blocks (looking after
+// every block from minBlocks on); cand says whether the candidate engine is slower.
+func seqJobs(t *testing.T, trials, minBlocks, maxBlocks int, rc recipe, slow float64) []seqTrial {
+	defs := defsOf(t)
+	layout := Layout(maxBlocks)
+	out := make([]seqTrial, trials)
+	inParallel(trials, func(i int) {
+		var blocks []abBlock
+		for b := range maxBlocks {
+			candidate := layout[b] == 'B'
+			s := gatetest.Spec{Requests: recommended.blockRequests, OutputTokens: recommended.outputTokens, Noise: gpuNoise, SkipSummary: true}
+			s.NoiseSeed = int64(7_000_000 + i*100 + b)
+			if rc == swaps {
+				s.NoiseSeed = int64(7_000_000 + i*100 + 90)
+				if candidate {
+					s.NoiseSeed++
+				}
+				s.Offset = time.Duration(b) * (blockSpan + wakeCost)
+			}
+			if candidate && slow != 0 {
+				s.GapScale = slow
+			}
+			blocks = append(blocks, abBlock{r: runOf(gatetest.Record(uint64(8_000_000+i*100+b), s)), candidate: candidate, at: float64(b)})
+			n := len(blocks)
+			if n < minBlocks || n%2 != 0 || n == maxBlocks {
+				continue
+			}
+			if stop, _ := lookBlocks(recommended.rules, defs, blocks, 0.95); stop {
+				break
+			}
+		}
+		st := stoppedOf(recommended.rules, defs, blocks, ABStop{MinBlocks: minBlocks, MaxBlocks: maxBlocks}, 0.95)
+		vs := make([]Verdict, len(defs))
+		for j, d := range defs {
+			vs[j] = evalBlocks(recommended.rules[j], d, blocks, policyOf(recommended.rules[j]), true).Verdict
+		}
+		out[i] = seqTrial{blocks: len(blocks), verdicts: vs, stopped: st.Why}
+	})
+	return out
+}
+
+// seqSummary counts verdicts, and the median blocks and GPU time of the trials.
+type seqSummary struct {
+	n, itlFail, fail, pass int
+	medianBlocks           int
+	medianGPU              time.Duration
+	stops                  map[string]int
+}
+
+func summarise(ts []seqTrial, rc recipe) seqSummary {
+	s := seqSummary{n: len(ts), stops: map[string]int{}}
+	var bs []int
+	for _, x := range ts {
+		if x.verdicts[1] == Fail {
+			s.itlFail++
+		}
+		switch Worst(x.verdicts...) {
+		case Fail:
+			s.fail++
+		case Pass, Improved:
+			s.pass++
+		}
+		bs = append(bs, x.blocks)
+		s.stops[x.stopped]++
+	}
+	slices.Sort(bs)
+	s.medianBlocks = bs[len(bs)/2]
+	s.medianGPU = rc.gpuTime(s.medianBlocks)
+	return s
+}
+
+func (s seqSummary) String() string {
+	return fmt.Sprintf("%d trials: ITL p99 fail %d, verdict fail %d, pass %d; median %d blocks, %.1f GPU minutes; stops %v",
+		s.n, s.itlFail, s.fail, s.pass, s.medianBlocks, s.medianGPU.Minutes(), s.stops)
+}
+
+// seqMax is the sequential job's maximum in these trials. With 16 (the fixed job's
+// length) the confidence sequence, wider than a fixed interval, caught the 20%
+// regression in only 146 of 200 trials; with 32 in 199.
+const seqMax = 32
+
+// TestNoiseSequential is the sequential job over many trials: 200 A/A jobs that look
+// after every block (from the fourth) fail at most 1% of the time; 200 jobs with a
+// candidate 20% slower in ITL fail it in at least 95%, and stop before the fixed job's
+// 16 blocks in most; with the start and wake costs above, the log reports the median
+// GPU time of each recipe against the fixed recipe's 16 starts (docs/noise.md).
+//
+// Swaps are measured as well but not held to the false-fail bound: the model draws
+// an engine's noise per start, so the two engines of a swapped job keep the offset
+// their starts drew through every block, which the blocks cannot see (docs/noise.md).
+func TestNoiseSequential(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	fixed := restarts.gpuTime(recommended.blocks)
+	recipes := []recipe{restarts, swaps}
+	if testing.Short() {
+		recipes = recipes[:1]
+	}
+	for _, rc := range recipes {
+		aa := summarise(seqJobs(t, 200, 4, seqMax, rc, 0), rc)
+		slow := summarise(seqJobs(t, 200, 4, seqMax, rc, 1.2), rc)
+		t.Logf("%s, A/A: %v", rc, aa)
+		t.Logf("%s, ITL ×1.2: %v", rc, slow)
+		t.Logf("%s: median GPU minutes A/A %.1f, regression %.1f; the fixed recipe of %d starts %.1f",
+			rc, aa.medianGPU.Minutes(), slow.medianGPU.Minutes(), recommended.blocks, fixed.Minutes())
+		if rc != restarts {
+			continue
+		}
+		if aa.fail*100 > aa.n {
+			t.Errorf("%s A/A: %d of %d jobs failed, want ≤ 1%%", rc, aa.fail, aa.n)
+		}
+		if slow.itlFail*100 < 95*slow.n {
+			t.Errorf("%s: a 20%% ITL p99 regression failed %d of %d jobs, want ≥ 95%%", rc, slow.itlFail, slow.n)
+		}
+		if slow.medianBlocks >= recommended.blocks {
+			t.Errorf("%s: a 20%% ITL p99 regression ran a median %d blocks, want fewer than the fixed %d", rc, slow.medianBlocks, recommended.blocks)
+		}
+	}
+}

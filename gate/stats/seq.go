@@ -1,0 +1,175 @@
+package stats
+
+import "math"
+
+// A fixed-size interval is valid only when the number of observations was fixed before
+// any was seen. A job that stops as soon as its answer looks known, and looks after
+// every block, would with such intervals stop on a chance excursion far more often than
+// the interval's confidence says. A confidence sequence holds at every look at once:
+// the chance that the true value ever leaves it, however often and whenever it is
+// looked at, is at most α.
+//
+// The sequence here is a t-type confidence sequence for the mean of independent normal
+// observations of unknown variance: the scale-invariant test martingale of H. Wang and
+// A. Ramdas, "Anytime-valid t-tests and confidence sequences for Gaussian means with
+// unknown variance" (arXiv:2310.03722), which swaps the flat mixture over the mean in
+// T. L. Lai's construction ("On confidence sequences", Annals of Statistics 4(2),
+// 265–280, 1976) for a Gaussian one, and so is a true martingale in the filtration of
+// the scale-invariant ratios. For a value μ0, with y_i = x_i − μ0, the
+// likelihood ratio of the scale-invariant part of the data (ratios y_i/y_1) under a
+// standardized effect θ = (μ − μ0)/σ against θ = 0, mixed over θ ~ N(0, τ²), is
+//
+//	M_n = (1 + nτ²)^(−1/2) · ( Σy² / (Σy² − (Σy)²/(n + τ⁻²)) )^(n/2)
+//
+// a nonnegative martingale of mean 1 when μ = μ0, so by Ville's inequality
+// P(∃n: M_n ≥ 1/α) ≤ α. The sequence is every μ0 with M_n < 1/α: solved for μ0 it is
+// x̄ ± h with, for SS = Σ(x − x̄)², ρ = nτ²/(1 + nτ²) and K = ((1 + nτ²)^(1/2)/α)^(2/n),
+//
+//	h² = (K − 1)·SS / (n·(1 − K·(1 − ρ)))
+//
+// and the whole line while 1 − K·(1 − ρ) ≤ 0 (too few observations to exclude
+// anything). The variance needs no estimate from elsewhere: the sequence is wide while
+// the observations are few, and narrows as they agree.
+
+// SeqTau is the mixture's scale τ on the standardized effect (μ − μ0)/σ. It sets where
+// the sequence is narrowest: τ = 1.5 makes it so for about 6 to 10 observations, where
+// an A/B job of at most 16 to 24 blocks (8 to 12 pairs) decides (a τ of 1 or 2 widens
+// it there by at most 3%).
+const SeqTau = 1.5
+
+// ConfidenceSequence is that confidence sequence for the mean of xs at level conf
+// (0.95: the mean stays inside at every n with probability ≥ 95%), the observations
+// assumed independent and normal with a common, unknown variance. It returns the
+// sample mean and the half-width h; h is +Inf while xs cannot exclude any value (fewer
+// than four observations at 95%) and 0 when they all agree exactly.
+func ConfidenceSequence(xs []float64, conf float64) (mean, h float64) {
+	n := float64(len(xs))
+	if len(xs) == 0 {
+		return math.NaN(), math.Inf(1)
+	}
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= n
+	var ss float64
+	for _, x := range xs {
+		ss += (x - mean) * (x - mean)
+	}
+	alpha := 1 - conf
+	t2 := SeqTau * SeqTau
+	rho := n * t2 / (1 + n*t2)
+	k := math.Pow(math.Sqrt(1+n*t2)/alpha, 2/n)
+	den := 1 - k*(1-rho)
+	if den <= 0 {
+		return mean, math.Inf(1)
+	}
+	return mean, math.Sqrt((k - 1) * ss / (n * den))
+}
+
+// SequenceHalfWidth is the half-width of the sequence at level conf after n
+// observations whose sample standard deviation is sd: what ConfidenceSequence would give
+// them. +Inf while n observations cannot exclude anything.
+func SequenceHalfWidth(n int, sd, conf float64) float64 {
+	if n < 2 {
+		return math.Inf(1)
+	}
+	xs := make([]float64, n)
+	// Two values ±a with the rest at 0 have the sample standard deviation sd when
+	// 2a² = sd²·(n − 1).
+	a := sd * math.Sqrt(float64(n-1)/2)
+	xs[0], xs[1] = a, -a
+	_, h := ConfidenceSequence(xs, conf)
+	return h
+}
+
+// TQuantile is Student's t quantile of p (> 0.5) at df degrees of freedom; the normal
+// one for df +Inf.
+func TQuantile(p, df float64) float64 {
+	if math.IsInf(df, 1) {
+		return normalQuantile(p)
+	}
+	return tQuantile(p, df)
+}
+
+// NormalQuantile is the standard normal quantile of p.
+func NormalQuantile(p float64) float64 { return normalQuantile(p) }
+
+// Decision is what a look at a sequence of observations can say about one rule.
+type Decision string
+
+// Decisions of Decide.
+const (
+	// Undecided: the sequence still reaches both sides of the tolerance.
+	Undecided Decision = ""
+	// DecidedFail: the whole sequence is worse than the tolerance.
+	DecidedFail Decision = "fail"
+	// DecidedPass: the whole sequence lies within the tolerance on the side that
+	// matters (or better): no regression beyond it, at the sequence's confidence.
+	DecidedPass Decision = "pass"
+)
+
+// Decide is a look at a rule's confidence sequence for a ratio, [lo, hi]: fail when it
+// lies wholly beyond the tolerance on the worse side, pass when it lies wholly on the
+// better side of that edge, undecided otherwise.
+func Decide(d Direction, tolerance, lo, hi float64) Decision {
+	if d == HigherIsBetter {
+		switch {
+		case hi < 1-tolerance:
+			return DecidedFail
+		case lo >= 1-tolerance:
+			return DecidedPass
+		}
+		return Undecided
+	}
+	switch {
+	case lo > 1+tolerance:
+		return DecidedFail
+	case hi <= 1+tolerance:
+		return DecidedPass
+	}
+	return Undecided
+}
+
+// PairLogRatios are the observations the sequence of an A/B job is built on: the
+// log-ratio candidate/baseline of each complete pair of consecutive blocks (blocks 1–2,
+// 3–4, ...: AB, BA, AB, BA in the ABBA layout). Each pair meets one moment of the job,
+// so a drift slow against two blocks cancels within it, and a linear drift adds +γ to
+// the AB pairs and −γ to the BA pairs: nothing to their mean over an even number of
+// pairs, γ/n over an odd number n, and to their spread, which widens the sequence (the
+// safe side). Values must be positive; ok is false when one is not or a pair holds two
+// blocks of one side.
+func PairLogRatios(blocks []Block) (d []float64, ok bool) {
+	for i := 0; i+1 < len(blocks); i += 2 {
+		a, b := blocks[i], blocks[i+1]
+		if a.Candidate == b.Candidate {
+			return nil, false
+		}
+		if a.Candidate {
+			a, b = b, a
+		}
+		va, vb := Value(a.Metric), Value(b.Metric)
+		if !(va > 0) || !(vb > 0) || math.IsInf(va, 0) || math.IsInf(vb, 0) {
+			return nil, false
+		}
+		d = append(d, math.Log(vb/va))
+	}
+	return d, true
+}
+
+// SequentialBlocks is the confidence sequence of an A/B job's ratio candidate/baseline
+// after the blocks seen so far: the geometric mean of the pairs' ratios and its
+// sequence at pol's confidence, with the decision it allows at pol's tolerance. ok is
+// false when the blocks give no pairs of positive values.
+func SequentialBlocks(blocks []Block, pol Policy) (point, lo, hi float64, dec Decision, ok bool) {
+	pol, _, errs := pol.effective()
+	if len(errs) > 0 {
+		return 0, 0, 0, Undecided, false
+	}
+	d, ok := PairLogRatios(blocks)
+	if !ok || len(d) == 0 {
+		return 0, 0, 0, Undecided, false
+	}
+	m, h := ConfidenceSequence(d, pol.Confidence)
+	point, lo, hi = math.Exp(m), math.Exp(m-h), math.Exp(m+h)
+	return point, lo, hi, Decide(pol.Direction, pol.Tolerance, lo, hi), true
+}

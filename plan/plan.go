@@ -1,0 +1,185 @@
+// Package plan says what gating a pull request costs on a GPU runner: before a job runs,
+// the GPU minutes each way of gating takes (a committed baseline, an A/B job that starts
+// its engines for every block, an A/B job that keeps both engines and swaps them), the
+// blocks an A/B job can expect to run and the smallest change each can detect at the
+// measured noise; after it runs, the GPU minutes its records show it held.
+//
+// The statistics are the gate's (gate/stats): the committed baseline's interval
+// (calibration runs against candidate repeats), the A/B job's fixed regression interval
+// or its confidence sequence. It knows nothing of flags, files or Markdown.
+package plan
+
+import (
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/slogate/slogate/gate/stats"
+	"github.com/slogate/slogate/result"
+)
+
+// Modes of a Recipe.
+const (
+	ModeCommitted  = "committed baseline"
+	ModeABRestarts = "A/B, restarts"
+	ModeABSwaps    = "A/B, swaps"
+)
+
+// Job is what one workload's gate costs: how long its parts take on the runner.
+type Job struct {
+	// Run is one run of the workload (one A/B block), Warmup its warm-up.
+	Run, Warmup time.Duration
+	// Start is an engine start (to ready), Wake a wake from sleep mode.
+	Start, Wake time.Duration
+	// Repeats are the candidate's runs against a committed baseline.
+	Repeats int
+	// MinBlocks and MaxBlocks bound an A/B job; equal for the fixed job.
+	MinBlocks, MaxBlocks int
+	// Confidence of the gate's intervals (0.95).
+	Confidence float64
+}
+
+// Rule is one gated rule at its noise: the standard deviation of the log of one run's
+// value between runs (their own sampling noise included), measured on CalRuns runs.
+type Rule struct {
+	Metric    string
+	Tolerance float64
+	RunSD     float64
+	CalRuns   int
+	// Source says where RunSD came from: a calibration's file, or the default.
+	Source string
+}
+
+// Plan is what one workload's gate will cost.
+type Plan struct {
+	Workload string
+	Job      Job
+	// StartFrom says where Job.Start came from: the records' measured starts, or a
+	// flag.
+	StartFrom string
+	Rules     []Rule
+	Recipes   []Recipe
+	Warnings  []string
+}
+
+// Recipe is one way of gating a pull request.
+type Recipe struct {
+	Mode string
+	// GPUMinutes per pull request: with Blocks blocks for an A/B job.
+	GPUMinutes float64
+	// Blocks an A/B job can expect to run for an unchanged candidate, and its maximum
+	// (0 for the committed baseline).
+	Blocks, MaxBlocks int
+	// Detectable is, per rule in order, the smallest change (0.12: +12%) the recipe
+	// fails 95% of the time; +Inf where it cannot fail any.
+	Detectable []float64
+}
+
+// Costs gives the recipes of a job for its rules.
+//
+// GPU minutes: the committed baseline starts the engine once and runs the candidate's
+// repeats (start + repeats × (warm-up + run)); an A/B job with restarts starts an engine
+// for every block (blocks × (start + warm-up + run)); with swaps each engine starts once
+// and wakes for each of its blocks (2 × start + blocks × (wake + warm-up + run)).
+//
+// Blocks: a sequential job stops for an unchanged candidate once every rule's sequence
+// lies within its tolerance, which at the rule's noise takes the fewest pairs n with
+// h(n)·√2·sd ≤ ln(1 + tolerance) (h the sequence's half-width per unit of the pairs'
+// standard deviation, which the noise of two runs makes √2·sd); a close call and the
+// fixed job run the maximum.
+//
+// Detectable change (fails with probability 95%): ln(1 + d) = ln(1 + t) + (q + z₀.₉₅)·se,
+// with se and q the interval's: the committed baseline's se = sd·√(1/calibration runs +
+// 1/repeats) and q the t quantile on calibration runs − 1 degrees of freedom; the fixed
+// A/B job's se = 2·sd/√blocks on blocks − 3; the sequential job's se = √2·sd/√pairs at
+// its maximum, with the sequence's half-width there in place of q·se. Swaps are costed like restarts in noise:
+// a job that keeps its engines does not sample what differs between engine starts, and
+// the plan does not assume that part away.
+func Costs(j Job, rules []Rule) []Recipe {
+	conf := j.Confidence
+	if conf == 0 {
+		conf = stats.DefaultConfidence
+	}
+	z := stats.NormalQuantile(0.95)
+	q2 := stats.TQuantile((1+conf)/2, math.Inf(1))
+	per := j.Warmup + j.Run
+	committed := Recipe{Mode: ModeCommitted, GPUMinutes: (j.Start + time.Duration(max(j.Repeats, 1))*per).Minutes()}
+	seq := j.MinBlocks > 0 && j.MinBlocks < j.MaxBlocks
+	blocks := j.MinBlocks
+	if !seq {
+		blocks = j.MaxBlocks
+	}
+	var ab []float64
+	for _, r := range rules {
+		lt := math.Log1p(r.Tolerance)
+		// Committed baseline.
+		d := math.Inf(1)
+		if r.CalRuns >= 2 {
+			se := r.RunSD * math.Sqrt(1/float64(r.CalRuns)+1/float64(max(j.Repeats, 1)))
+			q := stats.TQuantile((1+conf)/2, float64(r.CalRuns-1))
+			d = math.Expm1(lt + (q+z)*se)
+		} else if r.RunSD > 0 {
+			se := r.RunSD * math.Sqrt(1+1/float64(max(j.Repeats, 1)))
+			d = math.Expm1(lt + (q2+z)*se)
+		}
+		committed.Detectable = append(committed.Detectable, d)
+		// A/B.
+		sPair := math.Sqrt2 * r.RunSD
+		pairs := j.MaxBlocks / 2
+		if seq {
+			ab = append(ab, math.Expm1(lt+stats.SequenceHalfWidth(pairs, sPair, conf)+z*sPair/math.Sqrt(float64(pairs))))
+			n := j.MaxBlocks
+			for k := j.MinBlocks; k < j.MaxBlocks; k += 2 {
+				if stats.SequenceHalfWidth(k/2, sPair, conf) <= lt {
+					n = k
+					break
+				}
+			}
+			blocks = max(blocks, n)
+		} else {
+			df := float64(max(j.MaxBlocks-3, 1))
+			se := 2 * r.RunSD / math.Sqrt(float64(j.MaxBlocks))
+			ab = append(ab, math.Expm1(lt+(stats.TQuantile((1+conf)/2, df)+z)*se))
+		}
+	}
+	if len(rules) == 0 {
+		blocks = j.MaxBlocks
+	}
+	restarts := Recipe{Mode: ModeABRestarts, Blocks: blocks, MaxBlocks: j.MaxBlocks, Detectable: ab,
+		GPUMinutes: (time.Duration(blocks) * (j.Start + per)).Minutes()}
+	swaps := Recipe{Mode: ModeABSwaps, Blocks: blocks, MaxBlocks: j.MaxBlocks, Detectable: ab,
+		GPUMinutes: (2*j.Start + time.Duration(blocks)*(j.Wake+per)).Minutes()}
+	return []Recipe{committed, restarts, swaps}
+}
+
+// Used is the GPU minutes a job's records show it held: each run's warm-up, priming and
+// measured window, and the engine starts, times the GPUs of its environment (one where
+// it names none). An A/B block that started its engine (ab.restarted) counts its own
+// start; the other records count one start between them, the longest recorded, since a
+// run starts its engine once for all its workloads and repeats. An engine that was
+// running before the job has no recorded start, and only the runs count.
+func Used(recs []*result.Record) float64 {
+	var sec, shared float64
+	gpus := 1.0
+	for _, r := range recs {
+		s := r.Summary.DurationS
+		var start float64
+		if r.Warmup != nil {
+			s += r.Warmup.DurationS
+			start = r.Warmup.EngineStartS
+		}
+		if r.Priming != nil {
+			s += r.Priming.DurationS
+		}
+		if r.AB != nil && r.AB.Restarted {
+			s += start
+		} else {
+			shared = max(shared, start)
+		}
+		sec += s
+		if n, err := strconv.Atoi(r.Environment["gpu.count"]); err == nil && float64(n) > gpus {
+			gpus = float64(n)
+		}
+	}
+	return (sec + shared) * gpus / 60
+}

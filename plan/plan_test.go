@@ -1,0 +1,103 @@
+package plan
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/slogate/slogate/result"
+)
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+// TestCostsMinutes: the arithmetic of each recipe's GPU minutes, with the start and wake
+// costs of vLLM serving an 8B model and a block of 150 requests at 10 req/s.
+func TestCostsMinutes(t *testing.T) {
+	j := Job{Run: 15 * time.Second, Start: 90 * time.Second, Wake: 3 * time.Second, Repeats: 3, MinBlocks: 16, MaxBlocks: 16}
+	rs := Costs(j, []Rule{{Metric: "itl_p99", Tolerance: 0.05, RunSD: 0.04, CalRuns: 10}})
+	for _, c := range []struct {
+		mode    string
+		minutes float64
+	}{
+		{ModeCommitted, 1.5 + 3*0.25},     // one start, three runs
+		{ModeABRestarts, 16 * 105.0 / 60}, // a start per block: 28 minutes
+		{ModeABSwaps, 3 + 16*18.0/60},     // two starts, a wake per block
+	} {
+		var got *Recipe
+		for i := range rs {
+			if rs[i].Mode == c.mode {
+				got = &rs[i]
+			}
+		}
+		if got == nil || !near(got.GPUMinutes, c.minutes) {
+			t.Errorf("%s: %+v, want %.2f GPU minutes", c.mode, got, c.minutes)
+		}
+	}
+}
+
+// TestCostsSequentialBlocks: at low noise a sequential job expects to stop well before
+// its maximum; at high noise it runs the maximum; the fixed job always does.
+func TestCostsSequentialBlocks(t *testing.T) {
+	j := Job{Run: 15 * time.Second, Start: 90 * time.Second, Repeats: 3, MinBlocks: 4, MaxBlocks: 32}
+	quiet := Costs(j, []Rule{{Metric: "itl_p99", Tolerance: 0.10, RunSD: 0.01, CalRuns: 10}})[1]
+	noisy := Costs(j, []Rule{{Metric: "itl_p99", Tolerance: 0.05, RunSD: 0.2, CalRuns: 10}})[1]
+	j.MinBlocks = 32
+	fixed := Costs(j, []Rule{{Metric: "itl_p99", Tolerance: 0.10, RunSD: 0.01, CalRuns: 10}})[1]
+	if quiet.Blocks >= 16 || quiet.Blocks < 4 || noisy.Blocks != 32 || fixed.Blocks != 32 {
+		t.Errorf("blocks: quiet %d, noisy %d, fixed %d; want quiet < 16, noisy and fixed 32", quiet.Blocks, noisy.Blocks, fixed.Blocks)
+	}
+	// The sequence pays for stopping early with a wider interval at the maximum.
+	if !(fixed.Detectable[0] < quiet.Detectable[0]) {
+		t.Errorf("detectable: fixed %v, sequential %v; want the fixed job's smaller", fixed.Detectable[0], quiet.Detectable[0])
+	}
+}
+
+// TestCostsDetectable: more calibration runs and repeats detect smaller changes, a
+// noisier rule larger ones, and every detectable change lies beyond the tolerance.
+func TestCostsDetectable(t *testing.T) {
+	j := Job{Run: 30 * time.Second, Repeats: 1, MinBlocks: 16, MaxBlocks: 16}
+	d := func(j Job, r Rule) float64 { return Costs(j, []Rule{r})[0].Detectable[0] }
+	r := Rule{Tolerance: 0.05, RunSD: 0.04, CalRuns: 3}
+	base := d(j, r)
+	more := r
+	more.CalRuns = 10
+	j3 := j
+	j3.Repeats = 3
+	noisy := r
+	noisy.RunSD = 0.1
+	if !(base > 0.05 && d(j, more) < base && d(j3, r) < base && d(j, noisy) > base) {
+		t.Errorf("detectable %v; 10 runs %v; 3 repeats %v; noisier %v", base, d(j, more), d(j3, r), d(j, noisy))
+	}
+}
+
+// TestUsed: an A/B job's blocks count their own starts, a run's records one start
+// between them, and the GPUs of the environment multiply.
+func TestUsed(t *testing.T) {
+	rec := func(ab bool, start float64, gpus string) *result.Record {
+		r := &result.Record{Summary: result.Summary{DurationS: 30}, Warmup: &result.WarmupSummary{DurationS: 5, EngineStartS: start},
+			Environment: map[string]string{"gpu.count": gpus}}
+		if ab {
+			r.AB = &result.ABBlock{Restarted: true}
+		}
+		return r
+	}
+	for _, c := range []struct {
+		name string
+		recs []*result.Record
+		want float64
+	}{
+		// Three repeats on one engine start: the start once.
+		{"run", []*result.Record{rec(false, 60, "1"), rec(false, 60, "1"), rec(false, 60, "1")}, (3*35 + 60) / 60.0},
+		// Four blocks, each with its start.
+		{"ab", []*result.Record{rec(true, 60, "1"), rec(true, 60, "1"), rec(true, 60, "1"), rec(true, 60, "1")}, 4 * 95 / 60.0},
+		// Two GPUs held for the same time.
+		{"two gpus", []*result.Record{rec(false, 60, "2")}, 2 * 95 / 60.0},
+		// An engine that was already running: the runs only; a GPU count of 0 (a CPU
+		// engine) counts the machine once.
+		{"no start", []*result.Record{rec(false, 0, "0")}, 35 / 60.0},
+	} {
+		if got := Used(c.recs); !near(got, c.want) {
+			t.Errorf("%s: %v GPU minutes, want %v", c.name, got, c.want)
+		}
+	}
+}
