@@ -103,7 +103,7 @@ func (a *app) cmdPlan(_ context.Context, args []string) int {
 		cal, calPath := calibrationOf(store, w.Name)
 		for _, r := range rules {
 			pr := plan.Rule{Metric: r.Metric, Tolerance: r.Tolerance, RunSD: defaultRunSD, Source: fmt.Sprintf("assumed: no calibration; %g is vLLM's ITL p99 over three runs", defaultRunSD)}
-			if m := calMetric(cal, r.Metric); m != nil {
+			if m := cal.Lookup(r.Metric); m != nil {
 				pr.RunSD, pr.CalRuns, pr.Source = m.RunSD, m.DF+1, fmt.Sprintf("calibration of %d runs, %s", m.DF+1, calPath)
 			} else {
 				p.Warnings = append(p.Warnings, fmt.Sprintf("%s has no measured run-to-run spread: measure it with slogate calibrate", r.Metric))
@@ -175,18 +175,6 @@ func calibrationOf(store gate.Store, name string) (*gate.Calibration, string) {
 		}
 	}
 	return nil, ""
-}
-
-func calMetric(c *gate.Calibration, metric string) *gate.MetricSpread {
-	if c == nil {
-		return nil
-	}
-	for i := range c.Metrics {
-		if c.Metrics[i].Metric == metric && c.Metrics[i].DF > 0 {
-			return &c.Metrics[i]
-		}
-	}
-	return nil
 }
 
 // readRecordsDir reads every run record in dir (files that are not records are

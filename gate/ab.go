@@ -87,14 +87,7 @@ func evalBlocks(rule workload.Rule, def metricDef, blocks []abBlock, basePol sta
 	}
 	if rule.Max != nil || rule.Min != nil {
 		v := stats.Value(pc) * def.scale
-		c := stats.CheckAbsolute(v, rule.Min, rule.Max)
-		for _, w := range c.Warnings {
-			m.Warnings = append(m.Warnings, "absolute limit: "+w)
-		}
-		if c.Verdict == Fail {
-			m.Warnings = append(m.Warnings, "absolute limit: "+limitText(rule, v))
-		}
-		verdicts = append(verdicts, c.Verdict)
+		verdicts = append(verdicts, absoluteVerdict(&m, rule, v))
 	}
 	m.Verdict = Worst(verdicts...)
 	return m

@@ -572,17 +572,37 @@ func provenance(wr *WorkloadResult, cand *result.Source, b *Baseline) []Verdict 
 // mislead, and the workload's reason already says why.
 func noSpan(r *run) bool { return !(r.span > 0) }
 
+// ruleStart is a rule's result before any value: which checks apply (absolute limits,
+// a comparison with the baseline) and the direction that comparison takes.
+func ruleStart(rule workload.Rule, def metricDef) (m MetricResult, absolute, relative bool, dir stats.Direction) {
+	m = MetricResult{Metric: rule.Metric, Unit: def.unit, Tolerance: rule.Tolerance, Max: rule.Max, Min: rule.Min, Method: MethodNone}
+	absolute = rule.Max != nil || rule.Min != nil
+	relative = rule.Direction != "" || rule.Tolerance > 0 || !absolute
+	dir = ruleDirection(rule, def)
+	if relative {
+		m.Direction = dir.String()
+	}
+	return m, absolute, relative, dir
+}
+
+// absoluteVerdict checks v against the rule's absolute limits (max, min), noting on m
+// what the check warned of and, on a fail, the limit passed.
+func absoluteVerdict(m *MetricResult, rule workload.Rule, v float64) Verdict {
+	c := stats.CheckAbsolute(v, rule.Min, rule.Max)
+	for _, w := range c.Warnings {
+		m.Warnings = append(m.Warnings, "absolute limit: "+w)
+	}
+	if c.Verdict == Fail {
+		m.Warnings = append(m.Warnings, "absolute limit: "+limitText(rule, v))
+	}
+	return c.Verdict
+}
+
 func evalRule(rule workload.Rule, def metricDef, base, cand []*run, cal *Calibration, g workload.GateConfig) (MetricResult, bool) {
 	if def.kind == kindStart {
 		return evalStart(rule, def, base, cand, g)
 	}
-	m := MetricResult{Metric: rule.Metric, Unit: def.unit, Tolerance: rule.Tolerance, Max: rule.Max, Min: rule.Min, Method: MethodNone}
-	absolute := rule.Max != nil || rule.Min != nil
-	relative := rule.Direction != "" || rule.Tolerance > 0 || !absolute
-	dir := ruleDirection(rule, def)
-	if relative {
-		m.Direction = dir.String()
-	}
+	m, absolute, relative, dir := ruleStart(rule, def)
 	m.Warnings = append(m.Warnings, def.notes...)
 	if def.name == "goodput" && base != nil && slices.ContainsFunc(base, noSpan) != slices.ContainsFunc(cand, noSpan) {
 		base, cand = windowGoodput(base), windowGoodput(cand)
@@ -670,7 +690,7 @@ func evalRule(rule workload.Rule, def metricDef, base, cand []*run, cal *Calibra
 			m.Method = MethodTrials
 			if source == "calibration" {
 				m.Method = MethodCalibrated
-				if x := lacksText(cal.lookup(rule.Metric).Components); x != "" {
+				if x := lacksText(cal.Lookup(rule.Metric).Components); x != "" {
 					m.Warnings = append(m.Warnings, x)
 				}
 			}
@@ -694,14 +714,7 @@ func evalRule(rule workload.Rule, def metricDef, base, cand []*run, cal *Calibra
 		if m.Method == MethodNone {
 			m.Method = MethodAbsolute
 		}
-		c := stats.CheckAbsolute(candVal*def.scale, rule.Min, rule.Max)
-		for _, w := range c.Warnings {
-			m.Warnings = append(m.Warnings, "absolute limit: "+w)
-		}
-		if c.Verdict == Fail {
-			m.Warnings = append(m.Warnings, "absolute limit: "+limitText(rule, candVal*def.scale))
-		}
-		verdicts = append(verdicts, c.Verdict)
+		verdicts = append(verdicts, absoluteVerdict(&m, rule, candVal*def.scale))
 	}
 	if len(verdicts) == 0 {
 		return m, false

@@ -51,7 +51,8 @@ func (m *MetricSpread) Spread() stats.Spread {
 	return m.Components.spread(stats.Spread{RunSD: m.RunSD, WithinSD: m.WithinSD, DF: m.DF})
 }
 
-func (c *Calibration) lookup(metric string) *MetricSpread {
+// Lookup is the calibrated spread of metric, nil when it has none (or too few runs).
+func (c *Calibration) Lookup(metric string) *MetricSpread {
 	if c == nil {
 		return nil
 	}
@@ -242,7 +243,7 @@ func noiseResult(nz stats.Noise, res stats.Result) *NoiseResult {
 // calibration stored with the baseline, else the spread of the trials of either side,
 // else none.
 func spreadOf(metric string, cal *Calibration, bms, cms []stats.Metric, pol stats.Policy) (stats.Spread, string) {
-	if ms := cal.lookup(metric); ms != nil {
+	if ms := cal.Lookup(metric); ms != nil {
 		return ms.Spread(), "calibration"
 	}
 	var parts []stats.Spread

@@ -48,13 +48,7 @@ func mean(vs []float64) float64 {
 // more, and the ratio alone (no interval, said so) when a side has one.
 // It is not judged (false) when nothing applies: a relative rule without a baseline.
 func evalStart(rule workload.Rule, def metricDef, base, cand []*run, g workload.GateConfig) (MetricResult, bool) {
-	m := MetricResult{Metric: rule.Metric, Unit: def.unit, Tolerance: rule.Tolerance, Max: rule.Max, Min: rule.Min, Method: MethodNone}
-	absolute := rule.Max != nil || rule.Min != nil
-	relative := rule.Direction != "" || rule.Tolerance > 0 || !absolute
-	dir := ruleDirection(rule, def)
-	if relative {
-		m.Direction = dir.String()
-	}
+	m, absolute, relative, dir := ruleStart(rule, def)
 	cv, cstarts := startValues(def, cand)
 	if len(cv) == 0 {
 		why := "slogate did not start this run's engine: " + rule.Metric + " is measured only on a start of target.start"
@@ -104,14 +98,7 @@ func evalStart(rule workload.Rule, def metricDef, base, cand []*run, g workload.
 		if m.Method == MethodNone {
 			m.Method = MethodAbsolute
 		}
-		c := stats.CheckAbsolute(candVal, rule.Min, rule.Max)
-		for _, w := range c.Warnings {
-			m.Warnings = append(m.Warnings, "absolute limit: "+w)
-		}
-		if c.Verdict == Fail {
-			m.Warnings = append(m.Warnings, "absolute limit: "+limitText(rule, candVal))
-		}
-		verdicts = append(verdicts, c.Verdict)
+		verdicts = append(verdicts, absoluteVerdict(&m, rule, candVal))
 	}
 	if len(verdicts) == 0 {
 		return m, false

@@ -55,13 +55,7 @@ func sweepSidesOf(cfg *workload.File, w *workload.Workload, hw string, sw *resul
 // not the engine, and warns instead of failing. Absolute limits (min, max) apply to the
 // candidate's value on their own.
 func evalSweep(rule workload.Rule, def metricDef, s sweepSides) MetricResult {
-	m := MetricResult{Metric: rule.Metric, Unit: def.unit, Tolerance: rule.Tolerance, Max: rule.Max, Min: rule.Min, Method: MethodNone}
-	absolute := rule.Max != nil || rule.Min != nil
-	relative := rule.Direction != "" || rule.Tolerance > 0 || !absolute
-	dir := ruleDirection(rule, def)
-	if relative {
-		m.Direction = dir.String()
-	}
+	m, absolute, relative, dir := ruleStart(rule, def)
 	cand, base := s.cand, s.base
 	if cand == nil {
 		m.Verdict = Warn
@@ -129,14 +123,7 @@ func evalSweep(rule workload.Rule, def metricDef, s sweepSides) MetricResult {
 		}
 		switch {
 		case !math.IsNaN(candVal):
-			c := stats.CheckAbsolute(candVal, rule.Min, rule.Max)
-			for _, w := range c.Warnings {
-				m.Warnings = append(m.Warnings, "absolute limit: "+w)
-			}
-			if c.Verdict == Fail {
-				m.Warnings = append(m.Warnings, "absolute limit: "+limitText(rule, candVal))
-			}
-			verdicts = append(verdicts, c.Verdict)
+			verdicts = append(verdicts, absoluteVerdict(&m, rule, candVal))
 		case rule.Min != nil && !math.IsNaN(below) && below <= *rule.Min:
 			verdicts = append(verdicts, Fail)
 			m.Warnings = append(m.Warnings, fmt.Sprintf("absolute limit: the capacity is below %s req/s, under the minimum %g", fmtRPS(below), *rule.Min))
