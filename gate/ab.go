@@ -53,7 +53,7 @@ func evalBlocks(rule workload.Rule, def metricDef, blocks []abBlock, basePol sta
 	var sb []stats.Block
 	var base, cand []*run
 	for _, b := range blocks {
-		sb = append(sb, stats.Block{Candidate: b.candidate, At: b.at, Metric: def.build(b.r)})
+		sb = append(sb, stats.Block{Candidate: b.candidate, At: b.at, Metric: b.r.metric(def)})
 		v := scaleAll([]float64{stats.Value(sb[len(sb)-1].Metric)}, def.scale)[0]
 		if b.candidate {
 			cand = append(cand, b.r)

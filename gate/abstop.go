@@ -130,7 +130,7 @@ func seqPolicy(rule workload.Rule, def metricDef, confidence float64) stats.Poli
 func blocksOf(def metricDef, ab []abBlock) []stats.Block {
 	sb := make([]stats.Block, len(ab))
 	for i, b := range ab {
-		sb[i] = stats.Block{Candidate: b.candidate, At: b.at, Metric: def.build(b.r)}
+		sb[i] = stats.Block{Candidate: b.candidate, At: b.at, Metric: b.r.metric(def)}
 	}
 	return sb
 }

@@ -14,8 +14,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/slogate/slogate/gate/stats"
 	"github.com/slogate/slogate/result"
 )
 
@@ -104,9 +106,26 @@ type run struct {
 	// start is the start of the engine the run was measured on (target.start); nil when
 	// slogate did not start it.
 	start *result.Startup
+	// built holds the run's statistics by metric name, built once: a sequential job
+	// looks at the same blocks after every pair.
+	// nil: built every time.
+	built *sync.Map
 }
 
 func (r *run) len() int { return len(r.ok) }
+
+// metric is def's resamplable statistic of the run, built on first use. A metric's name
+// says everything its build reads (lookupMetric), and the statistics are safe to share.
+func (r *run) metric(def metricDef) stats.Metric {
+	if r.built == nil {
+		return def.build(r)
+	}
+	if m, ok := r.built.Load(def.name); ok {
+		return m.(stats.Metric)
+	}
+	m, _ := r.built.LoadOrStore(def.name, def.build(r))
+	return m.(stats.Metric)
+}
 
 // goodputSpan is what goodput divides by: the span of scheduled arrivals, so that the
 // drain does not count (a slower engine below capacity has the same goodput), or the
@@ -125,6 +144,7 @@ func windowGoodput(runs []*run) []*run {
 	for i, r := range runs {
 		c := *r
 		c.span = 0
+		c.built = new(sync.Map)
 		out[i] = &c
 	}
 	return out
@@ -330,6 +350,7 @@ func bit(b bool) byte {
 func runOf(rec *result.Record) *run {
 	n := len(rec.Requests)
 	r := &run{
+		built:   new(sync.Map),
 		trial:   rec.Trial,
 		window:  rec.Summary.DurationS,
 		span:    rec.Summary.ArrivalSpanS,
@@ -379,6 +400,7 @@ func (t *Trial) decode() (*run, error) {
 		}
 	}
 	r := &run{
+		built: new(sync.Map),
 		trial: t.Trial, window: t.WindowS, span: t.Summary.ArrivalSpanS, summary: &t.Summary, start: t.Startup,
 		ttft: c.TTFTUS, tpot: c.TPOTUS, e2e: c.E2EUS, tokens: c.OutputTokens,
 		ok: make([]bool, n), met: make([]bool, n), itl: make([][]float64, n),

@@ -143,6 +143,9 @@ const seqMax = 32
 // an engine's noise per start, so the two engines of a swapped job keep the offset
 // their starts drew through every block, which the blocks cannot see (docs/noise.md).
 func TestNoiseSequential(t *testing.T) {
+	if raceDetector {
+		t.Skip("800 sequential jobs: run without -race (.ci/run does)")
+	}
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	fixed := restarts.gpuTime(recommended.blocks)
 	recipes := []recipe{restarts, swaps}

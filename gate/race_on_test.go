@@ -1,0 +1,8 @@
+//go:build race
+
+package gate
+
+// raceDetector says the tests run under -race, which makes the many-trial statistics
+// ten times slower and checks nothing in them that the plain run does not: .ci/run runs
+// those tests again without it.
+const raceDetector = true
