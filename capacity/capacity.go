@@ -46,6 +46,10 @@ type Operating struct {
 	// Attempts and Completed count requests sent (retries and errors included) and
 	// requests that completed, for the cost per completed request. Zero: no retries.
 	Attempts, Completed int
+	// RequestsPerTask is the requests one completed task cost at the operating point
+	// (result.TaskSummary.RequestsPerCompleted: its turns, its retries, and the requests
+	// of the tasks that failed); 0 when the workload has no tasks.
+	RequestsPerTask float64
 }
 
 // Bound names what limits the GPU count.
@@ -89,6 +93,12 @@ type Worksheet struct {
 	CostPerCompletedUSD float64
 	// MonthlyUSD is TotalGPUs × 730 h × price.
 	MonthlyUSD float64
+	// GPUSecondsPerTask = GPU-s per request × requests per completed task, and
+	// CostPerTaskUSD that at the price; TasksPerReplicaS = sustainable rate / requests
+	// per completed task. Zero when the workload has no tasks.
+	GPUSecondsPerTask float64
+	CostPerTaskUSD    float64
+	TasksPerReplicaS  float64
 
 	Warnings []string
 }
@@ -154,6 +164,13 @@ func Compute(t Traffic, op Operating) (*Worksheet, error) {
 		ws.Warnings = append(ws.Warnings, fmt.Sprintf("at peak each replica holds %.1f requests in flight, more than its KV-limited concurrency %d", ws.InFlightPerReplica, op.KVConcurrency))
 	}
 
+	if op.RequestsPerTask > 0 {
+		// Requests per completed task already counts every attempt of the task's calls
+		// and the requests of failed tasks.
+		ws.GPUSecondsPerTask = ws.GPUSecondsPerRequest * op.RequestsPerTask
+		ws.TasksPerReplicaS = op.SustainableRPS / op.RequestsPerTask
+		ws.CostPerTaskUSD = ws.GPUSecondsPerTask * t.GPUHourUSD / 3600
+	}
 	if t.GPUHourUSD > 0 {
 		retry := 1.0
 		if op.Attempts > 0 && op.Completed > 0 {

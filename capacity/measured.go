@@ -49,6 +49,10 @@ func FromSweep(s *result.Sweep) (Measured, error) {
 	}
 	m.Operating.MeanE2ES = st.E2EMeanms / 1000
 	m.Operating.Attempts, m.Operating.Completed = st.Requests, st.Completed
+	if ts := st.Tasks; ts != nil {
+		m.Operating.RequestsPerTask = ts.RequestsPerCompleted
+		m.Warnings = append(m.Warnings, tasksWarnings(ts)...)
+	}
 	m.Attainment = st.SLOAttainment
 	if m.KV = st.KVConcurrency; m.KV != nil {
 		m.Operating.KVConcurrency = m.KV.Value
@@ -103,10 +107,25 @@ func FromSummary(s *result.Summary, attainmentTarget float64) Measured {
 	if s.KVConcurrency != nil {
 		m.Operating.KVConcurrency = s.KVConcurrency.Value
 	}
+	if ts := s.Tasks; ts != nil {
+		m.Operating.RequestsPerTask = ts.RequestsPerCompleted
+		m.Warnings = append(m.Warnings, tasksWarnings(ts)...)
+	}
 	if attainmentTarget > 0 && s.SLOAttainment < attainmentTarget {
 		m.Warnings = append(m.Warnings, fmt.Sprintf("the run missed its SLO (attainment %.2f%% < %.2f%%): its throughput is above any rate the SLO allows", 100*s.SLOAttainment, 100*attainmentTarget))
 	}
 	return m
+}
+
+// tasksWarnings are what a reader of the cost per task must know of the tasks measured.
+func tasksWarnings(ts *result.TaskSummary) []string {
+	switch {
+	case ts.Completed == 0:
+		return []string{fmt.Sprintf("none of the %d tasks completed: no cost per completed task", ts.Tasks)}
+	case ts.Tasks < 30:
+		return []string{fmt.Sprintf("requests per completed task from %d tasks only: a rough figure", ts.Tasks)}
+	}
+	return nil
 }
 
 // Worksheet computes the worksheet for this operating point and adds its warnings.

@@ -264,6 +264,19 @@ func judgeAB(cfg *workload.File, name string, recs []*result.Record, rules []wor
 				continue
 			}
 		default:
+			var bruns, cruns []*run
+			for _, b := range ab {
+				if b.candidate {
+					cruns = append(cruns, b.r)
+				} else {
+					bruns = append(bruns, b.r)
+				}
+			}
+			if v, why, lacking := missingData(def, bruns, cruns); lacking {
+				m, _, _, _ = ruleStart(rule, def)
+				m.Method, m.Verdict, m.Warnings = MethodBlocks, v, []string{why}
+				break
+			}
 			m = evalBlocks(rule, def, ab, pol, stop.Sequential())
 		}
 		wr.Metrics = append(wr.Metrics, m)

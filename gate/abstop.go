@@ -87,7 +87,7 @@ func lookBlocks(rules []workload.Rule, defs []metricDef, ab []abBlock, confidenc
 	open := 0
 	for i, rule := range rules {
 		def := defs[i]
-		if def.kind != kindBootstrap || !isRelative(rule) {
+		if def.kind != kindBootstrap || !isRelative(rule) || lacks(def, ab) {
 			// An exact metric has no noise to wait out, and an absolute limit is
 			// checked on the candidate's blocks run, whenever the job stops.
 			continue
@@ -109,6 +109,19 @@ func lookBlocks(rules []workload.Rule, defs []metricDef, ab []abBlock, confidenc
 		return true, "every rule decided"
 	}
 	return false, ""
+}
+
+// lacks reports whether a block's run cannot give def (missingData judges the rule).
+func lacks(def metricDef, ab []abBlock) bool {
+	if def.present == nil {
+		return false
+	}
+	for _, b := range ab {
+		if !def.present(b.r) {
+			return true
+		}
+	}
+	return false
 }
 
 func isRelative(rule workload.Rule) bool {

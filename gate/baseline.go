@@ -88,6 +88,10 @@ type Columns struct {
 	OK           string   `json:"ok"`
 	SLOMet       string   `json:"slo_met"`
 	ITL          []string `json:"itl"`
+	// TaskMet is one '0' or '1' per task (result.Tasks, in the order of each task's
+	// first request): whether it completed within the SLO, for task_goodput; absent when
+	// the workload has no tasks.
+	TaskMet string `json:"task_met,omitempty"`
 }
 
 // run is one trial as the gate computes on it, from a record (the candidate) or from a
@@ -106,6 +110,9 @@ type run struct {
 	// start is the start of the engine the run was measured on (target.start); nil when
 	// slogate did not start it.
 	start *result.Startup
+	// taskMet says, task by task, whether the task completed within the SLO
+	// (result.Tasks); nil when the workload has no tasks.
+	taskMet []bool
 	// built holds the run's statistics by metric name, built once: a sequential job
 	// looks at the same blocks after every pair.
 	// nil: built every time.
@@ -335,7 +342,31 @@ func columnsOf(rec *result.Record) Columns {
 		}
 	}
 	c.OK, c.SLOMet = string(ok), string(met)
+	if tm := taskMetOf(rec); tm != nil {
+		b := make([]byte, len(tm))
+		for i, v := range tm {
+			b[i] = bit(v)
+		}
+		c.TaskMet = string(b)
+	}
 	return c
+}
+
+// taskMetOf is whether each task of rec completed within the SLO; nil without tasks.
+func taskMetOf(rec *result.Record) []bool {
+	if rec.Tasks == nil {
+		return nil
+	}
+	met := make([]bool, len(rec.Requests))
+	for i := range rec.Requests {
+		met[i] = rec.Requests[i].OK() && rec.Requests[i].SLOMet
+	}
+	ts := result.Tasks(rec.Requests, met, rec.Tasks)
+	out := make([]bool, len(ts))
+	for i, t := range ts {
+		out[i] = t.Met
+	}
+	return out
 }
 
 func bit(b bool) byte {
@@ -359,7 +390,8 @@ func runOf(rec *result.Record) *run {
 		ttft:    make([]int64, n), tpot: make([]int64, n), e2e: make([]int64, n),
 		tokens: make([]int, n),
 		ok:     make([]bool, n), met: make([]bool, n),
-		itl: make([][]float64, n),
+		itl:     make([][]float64, n),
+		taskMet: taskMetOf(rec),
 	}
 	for i := range rec.Requests {
 		q := &rec.Requests[i]
@@ -404,6 +436,18 @@ func (t *Trial) decode() (*run, error) {
 		trial: t.Trial, window: t.WindowS, span: t.Summary.ArrivalSpanS, summary: &t.Summary, start: t.Startup,
 		ttft: c.TTFTUS, tpot: c.TPOTUS, e2e: c.E2EUS, tokens: c.OutputTokens,
 		ok: make([]bool, n), met: make([]bool, n), itl: make([][]float64, n),
+	}
+	if c.TaskMet != "" {
+		if ts := t.Summary.Tasks; ts != nil && ts.Tasks != len(c.TaskMet) {
+			return nil, fmt.Errorf("requests.task_met has %d tasks, the summary %d", len(c.TaskMet), ts.Tasks)
+		}
+		r.taskMet = make([]bool, len(c.TaskMet))
+		for i := range r.taskMet {
+			var err error
+			if r.taskMet[i], err = parseBit(c.TaskMet[i]); err != nil {
+				return nil, fmt.Errorf("requests.task_met[%d]: %v", i, err)
+			}
+		}
 	}
 	for i := range n {
 		var err error

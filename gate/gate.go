@@ -603,6 +603,10 @@ func evalRule(rule workload.Rule, def metricDef, base, cand []*run, cal *Calibra
 		return evalStart(rule, def, base, cand, g)
 	}
 	m, absolute, relative, dir := ruleStart(rule, def)
+	if v, why, lacking := missingData(def, base, cand); lacking {
+		m.Verdict, m.Warnings = v, append(m.Warnings, why)
+		return m, true
+	}
 	m.Warnings = append(m.Warnings, def.notes...)
 	if def.name == "goodput" && base != nil && slices.ContainsFunc(base, noSpan) != slices.ContainsFunc(cand, noSpan) {
 		base, cand = windowGoodput(base), windowGoodput(cand)
@@ -721,6 +725,34 @@ func evalRule(rule workload.Rule, def metricDef, base, cand []*run, cal *Calibra
 	}
 	m.Verdict = Worst(verdicts...)
 	return m, true
+}
+
+// missingData is the verdict of a rule whose metric some runs cannot give (def.present):
+// warn when neither side has it or only the baseline lacks it (refresh the baseline),
+// incomparable when the candidate lacks what the baseline has. lacking is false when
+// every run has it; base nil is a rule without a baseline (absolute limits).
+func missingData(def metricDef, base, cand []*run) (v Verdict, why string, lacking bool) {
+	if def.present == nil {
+		return "", "", false
+	}
+	has := func(rs []*run) bool {
+		for _, r := range rs {
+			if !def.present(r) {
+				return false
+			}
+		}
+		return len(rs) > 0
+	}
+	bh, ch := base == nil || has(base), has(cand)
+	switch {
+	case bh && ch:
+		return "", "", false
+	case !ch && (base == nil || !has(base)):
+		return Warn, def.missing, true
+	case !ch:
+		return Incomparable, "the baseline has a value and this run none: " + def.missing, true
+	}
+	return Warn, "the baseline has no value to compare with: refresh it with `slogate baseline update`", true
 }
 
 func methodFor(def metricDef, base, cand []*run) string {

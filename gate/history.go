@@ -169,6 +169,10 @@ func NewHistoryEntry(cfg *workload.File, recs []*result.Record, kind, commit str
 				}
 				continue
 			}
+			if def.present != nil && !def.present(r) {
+				vs[i] = math.NaN()
+				continue
+			}
 			vs[i] = stats.Value(def.build(r))
 		}
 		if v := medianOf(vs) * def.scale; !math.IsNaN(v) && !math.IsInf(v, 0) {

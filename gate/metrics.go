@@ -17,6 +17,7 @@ const (
 	UnitTokensPS = "tok/s"    // output_tokens_per_s
 	UnitFraction = "fraction" // error_rate, slo_attainment (0.005 is 0.5%)
 	UnitRequests = "requests" // kv_concurrency
+	UnitTasksPS  = "tasks/s"  // task_goodput
 )
 
 // How a metric is compared.
@@ -45,6 +46,9 @@ type metricDef struct {
 	start func(s *result.Startup) (float64, bool)
 	// notes are said of every comparison of this metric.
 	notes []string
+	// present says whether a run has what the metric is built from (nil: every run
+	// has); missing then says what a run lacks.
+	present func(r *run) bool
 }
 
 var percentiles = map[string]float64{"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99, "p999": 0.999}
@@ -63,6 +67,12 @@ func lookupMetric(name string) (metricDef, error) {
 			build: func(r *run) stats.Metric { return stats.NewPerSecond(r.ok, r.window) }}, nil
 	case "output_tokens_per_s":
 		return metricDef{name: name, unit: UnitTokensPS, natural: stats.HigherIsBetter, scale: 1, build: tokensPerSecond}, nil
+	case "task_goodput":
+		return metricDef{name: name, unit: UnitTasksPS, natural: stats.HigherIsBetter, scale: 1,
+			build:   func(r *run) stats.Metric { return stats.NewPerSecond(r.taskMet, r.goodputSpan()) },
+			present: func(r *run) bool { return r.taskMet != nil },
+			missing: "no tasks: the workload groups no requests into tasks (workloads[].tasks)",
+			notes:   []string{"resampled by task: a task's requests stay together"}}, nil
 	case "slo_attainment":
 		return metricDef{name: name, unit: UnitFraction, natural: stats.HigherIsBetter, scale: 1,
 			build: func(r *run) stats.Metric { return stats.NewFraction(r.met) }}, nil

@@ -181,6 +181,9 @@ func calibrateRuns(cfg *workload.File, runs []*run, info []CalRun, now time.Time
 		if def.kind != kindBootstrap || !relative || slices.ContainsFunc(c.Metrics, func(m MetricSpread) bool { return m.Metric == r.Metric }) {
 			continue
 		}
+		if _, _, lacking := missingData(def, nil, runs); lacking {
+			continue // nothing to calibrate: the gate says so of the rule itself
+		}
 		ms := make([]stats.Metric, len(runs))
 		vals := make([]float64, len(runs))
 		for i, x := range runs {

@@ -101,6 +101,13 @@ type Config struct {
 	// (closed loop), turn n when turn n-1 has ended and its think time has passed, with
 	// the whole history. Warm-up requests are Source.WarmupRequest, as for any workload.
 	Sessions SessionSource
+	// TurnRetries is how often a session sends a failed turn again (the same messages)
+	// before the turn fails; each send is a request of its own (Request.Attempt).
+	TurnRetries int
+	// ContinueAfterFailure keeps a session going past a turn that failed (its message is
+	// dropped from the history): a task judged by its last call. Otherwise a failed turn
+	// ends its session.
+	ContinueAfterFailure bool
 
 	// Finished, when set, is called as each request (warm-up or measured) finishes, with
 	// its timeline as the Outcome will hold it, from the goroutine that sent it

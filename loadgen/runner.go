@@ -145,6 +145,7 @@ func (r *runner) doWith(ph *phase, i int, item workload.Item, sched time.Duratio
 	*out = result.Request{
 		I:            i,
 		Class:        item.Class,
+		Task:         item.Task,
 		SchedUS:      sched.Microseconds(),
 		SendUS:       res.Send.Microseconds(),
 		FirstUS:      res.First.Microseconds(),

@@ -116,20 +116,36 @@ func (r *runner) session(ph *phase, i int, due time.Duration) (recs []result.Req
 		// The history grows by the new message now and by the answer once it came; the
 		// request sees a copy's length, never an append racing it.
 		msgs = append(msgs, engine.Message{Role: "user", Content: t.Text})
-		tio := &turnIO{msgs: msgs[:len(msgs):len(msgs)]}
 		item := workload.Item{Index: i, PromptTokens: hist + t.Tokens, OutputTokens: t.OutputTokens}
-		ph.inflight.Add(1)
-		rec := &spilled
-		if r.cfg.Spill == nil {
-			recs = append(recs, result.Request{})
-			rec = &recs[len(recs)-1]
+		var rec *result.Request
+		var tio *turnIO
+		for attempt := 0; ; attempt++ {
+			tio = &turnIO{msgs: msgs[:len(msgs):len(msgs)]}
+			ph.inflight.Add(1)
+			rec = &spilled
+			if r.cfg.Spill == nil {
+				recs = append(recs, result.Request{})
+				rec = &recs[len(recs)-1]
+			}
+			r.doWith(ph, 0, item, due, rec, tio)
+			rec.Session, rec.Turn, rec.HistoryTokens, rec.Attempt = i+1, n, hist, attempt
+			r.finished(ph, rec)
+			sent++
+			if rec.Error == "" || rec.Error == engine.ErrCanceled || attempt >= r.cfg.TurnRetries || r.ctx.Err() != nil {
+				break
+			}
+			// A retry is sent when the failure is seen, as an agent resends a failed
+			// call: its latency counts from then.
+			due = tio.end
 		}
-		r.doWith(ph, 0, item, due, rec, tio)
-		rec.Session, rec.Turn, rec.HistoryTokens = i+1, n, hist
-		r.finished(ph, rec)
-		sent++
 		if rec.Error != "" {
-			return recs, sent, rec.Error != engine.ErrCanceled && n < s.Turns
+			if rec.Error == engine.ErrCanceled || !r.cfg.ContinueAfterFailure || n == s.Turns {
+				return recs, sent, rec.Error != engine.ErrCanceled && n < s.Turns
+			}
+			// A task judged by its last call goes on without the failed turn.
+			msgs = msgs[:len(msgs)-1]
+			due = tio.end
+			continue
 		}
 		msgs = append(msgs, engine.Message{Role: "assistant", Content: tio.text})
 		// What the next turn carries: this prompt and its answer, as the engine counted

@@ -581,6 +581,10 @@ func (r *Runner) run(ctx context.Context, f *workload.File, w *workload.Workload
 	}
 	if w.Sessions != nil {
 		cfg.Sessions = gen
+		if t := w.Tasks; t != nil {
+			cfg.TurnRetries = t.Retries
+			cfg.ContinueAfterFailure = t.Success == workload.TaskSuccessLast
+		}
 	}
 	if closed {
 		// A closed loop sends its next request as soon as the last one ends: against an
@@ -726,12 +730,22 @@ func (r *Runner) resetPrefixCache(ctx context.Context, t *Target) *result.CacheR
 	return cr
 }
 
+// TaskRule is the task rule a record of w carries (Record.Tasks); nil when w has no
+// tasks.
+func TaskRule(w *workload.Workload) *result.TaskRule {
+	if w.Tasks == nil {
+		return nil
+	}
+	return &result.TaskRule{By: w.Tasks.By, Success: w.Tasks.Success, Retries: w.Tasks.Retries}
+}
+
 // FillRecord judges every request and summarizes the outcome into rec.
 func FillRecord(rec *result.Record, w *workload.Workload, out *loadgen.Outcome, closed bool) {
 	rec.Window = out.Window
 	rec.Requests = out.Measured
 	rec.MaxDispatchLagMS = ms(MaxDispatchLag(w))
 	rec.MaxReaderLagMS = ms(MaxReaderLag(w))
+	rec.Tasks = TaskRule(w)
 	for i := range rec.Requests {
 		q := &rec.Requests[i]
 		result.Judge(q, result.SLOFor(q.Class, rec.SLO, rec.ClassSLO))
@@ -743,6 +757,7 @@ func FillRecord(rec *result.Record, w *workload.Workload, out *loadgen.Outcome, 
 		AttainmentTarget: w.SLO.Attainment,
 		MaxDispatchLag:   MaxDispatchLag(w),
 		OpenLoop:         !closed,
+		Tasks:            rec.Tasks,
 	})
 	if len(out.Warmup) > 0 {
 		rec.Warmup = result.WarmupSummaryOf(out.Warmup)

@@ -155,6 +155,14 @@ func Worksheet(w io.Writer, ws *capacity.Worksheet, m capacity.Measured, title s
 	} else {
 		fmt.Fprintf(w, " 9. cost: no GPU price given (--gpu-hour-usd or capacity.gpu_hour_usd)\n")
 	}
+	if op.RequestsPerTask > 0 {
+		fmt.Fprintf(w, "10. per completed task: %s requests (turns, retries and failed tasks' requests) × %s GPU-s = %s GPU-s; %s tasks/s per replica",
+			capNum(op.RequestsPerTask), capNum(ws.GPUSecondsPerRequest), capNum(ws.GPUSecondsPerTask), capNum(ws.TasksPerReplicaS))
+		if t.GPUHourUSD > 0 {
+			fmt.Fprintf(w, "; cost per completed task = %s GPU-s × %s / 3600 s = %s", capNum(ws.GPUSecondsPerTask), capUSD(t.GPUHourUSD), capUSD(ws.CostPerTaskUSD))
+		}
+		fmt.Fprintln(w)
+	}
 	fmt.Fprintf(w, "GPUs required: %d (%s-bound)\n", ws.TotalGPUs, ws.Bound)
 	for _, x := range ws.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", x)

@@ -142,6 +142,8 @@ func gateValue(v *float64, unit string) string {
 		return num(*v) + "/s"
 	case gate.UnitTokensPS:
 		return num(*v) + " tok/s"
+	case gate.UnitTasksPS:
+		return num(*v) + " tasks/s"
 	case gate.UnitFraction:
 		return fmt.Sprintf("%.2f%%", 100**v)
 	case gate.UnitRequests:

@@ -253,6 +253,13 @@ func figureRows(rs []run) []row {
 		each("goodput", rs, func(r *result.Record) string { return num(s(r).GoodputRPS) + " req/s" }),
 		each("throughput", rs, func(r *result.Record) string { return num(s(r).ThroughputRPS) + " req/s" }),
 		each("output tokens", rs, func(r *result.Record) string { return num(s(r).OutputTokensPS) + " tok/s" }),
+		each("tasks completed / within the SLO; task goodput", rs, func(r *result.Record) string {
+			t := s(r).Tasks
+			if t == nil {
+				return "-"
+			}
+			return fmt.Sprintf("%d of %d / %d; %s tasks/s, %s requests per completed task", t.Completed, t.Tasks, t.Met, num(t.TaskGoodput), num(t.RequestsPerCompleted))
+		}),
 		each("dispatch lag p50 / p99 / max", rs, func(r *result.Record) string {
 			l := s(r).DispatchLagms
 			sat := ""

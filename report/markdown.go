@@ -208,6 +208,10 @@ func (c Comment) workloadMain(b *strings.Builder, w gate.WorkloadResult) {
 	if s := candidateSummary(w); s != nil {
 		fmt.Fprintf(b, "SLO attainment **%s** · goodput %s req/s · error rate %s%s\n\n",
 			pctStr(s.SLOAttainment), num(s.GoodputRPS), pctStr(s.ErrorRate), mdErrors(s.Errors))
+		if t := s.Tasks; t != nil {
+			fmt.Fprintf(b, "Tasks: **%d of %d completed** (%s) · task goodput %s tasks/s · %s requests per completed task\n\n",
+				t.Completed, t.Tasks, pctStr(t.SuccessRate), num(t.TaskGoodput), num(t.RequestsPerCompleted))
+		}
 	}
 	if len(w.BaselineSummaries) > 0 {
 		mdCompareBreakdowns(b, &w.BaselineSummaries[0], candidateSummary(w))
@@ -380,6 +384,9 @@ func fleetMarkdown(b *strings.Builder, f *FleetSection) {
 	if bw.MonthlyUSD > 0 {
 		fmt.Fprintf(b, "| cost per month | $%.0f | $%.0f |\n", bw.MonthlyUSD, cw.MonthlyUSD)
 		fmt.Fprintf(b, "| cost per completed request | $%.6f | $%.6f |\n", bw.CostPerCompletedUSD, cw.CostPerCompletedUSD)
+		if bw.CostPerTaskUSD > 0 || cw.CostPerTaskUSD > 0 {
+			fmt.Fprintf(b, "| cost per completed task | $%.6f | $%.6f |\n", bw.CostPerTaskUSD, cw.CostPerTaskUSD)
+		}
 	}
 	fmt.Fprintf(b, "\nFleet change: **%+d GPUs**", f.Delta.GPUs)
 	if f.Delta.MonthlyUSD != 0 || bw.MonthlyUSD > 0 {

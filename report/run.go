@@ -47,6 +47,9 @@ func RunTable(w io.Writer, rec *result.Record, path string) {
 	fmt.Fprintf(w, "completed %d/%d, error rate %.2f%%%s\n", s.Completed, s.Requests, 100*s.ErrorRate, errorList(s.Errors))
 	fmt.Fprintf(w, "SLO attainment %.2f%% (target %.2f%%), goodput %s req/s (over the window, drain included: %s), throughput %s req/s, %s output tok/s\n",
 		100*s.SLOAttainment, 100*rec.SLOAttainmentTarget, num(s.GoodputRPS), num(s.GoodputWindowRPS), num(s.ThroughputRPS), num(s.OutputTokensPS))
+	if t := s.Tasks; t != nil {
+		fmt.Fprintf(w, "%s\n", TasksText(t))
+	}
 	for _, c := range s.SLOChecks {
 		mark := "met"
 		if !c.Met {
@@ -88,6 +91,20 @@ func RunTable(w io.Writer, rec *result.Record, path string) {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
 	fmt.Fprintln(w)
+}
+
+// TasksText is a run's tasks in one line.
+func TasksText(t *result.TaskSummary) string {
+	by := "sessions"
+	if t.By == result.TasksByTaskID {
+		by = "task ids"
+	}
+	retries := ""
+	if t.Retries > 0 {
+		retries = fmt.Sprintf(", %d retries", t.Retries)
+	}
+	return fmt.Sprintf("tasks (%s, success: %s): %d of %d completed (%s), %d within the SLO; %s tasks/s, task goodput %s tasks/s; %s requests per completed task%s",
+		by, t.Success, t.Completed, t.Tasks, pctStr(t.SuccessRate), t.Met, num(t.TasksPS), num(t.TaskGoodput), num(t.RequestsPerCompleted), retries)
 }
 
 func errorList(errs map[string]int) string {

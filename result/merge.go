@@ -201,6 +201,7 @@ func Merge(recs ...*Record) (*Record, error) {
 		AttainmentTarget: m.SLOAttainmentTarget,
 		MaxDispatchLag:   time.Duration(m.MaxDispatchLagMS * float64(time.Millisecond)),
 		OpenLoop:         m.Mode != "closed",
+		Tasks:            m.Tasks,
 	})
 	if scraper != nil {
 		copyEngineSummary(&m.Summary, &scraper.Summary)

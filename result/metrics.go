@@ -140,6 +140,8 @@ type SummaryInput struct {
 	// OpenLoop: requests were sent on a schedule. Only then can dispatch lag mark the run
 	// client-saturated; a closed loop waits for responses by design.
 	OpenLoop bool
+	// Tasks groups the requests into tasks (Record.Tasks); nil: no task summary.
+	Tasks *TaskRule
 }
 
 // Summarize computes a run's metrics from its measured requests (DESIGN §4). It is a
@@ -251,6 +253,9 @@ func Summarize(reqs []Request, in SummaryInput) Summary {
 		goodputDen = s.ArrivalSpanS
 	}
 	breakdowns(&s, reqs, metFlags, goodputDen, met)
+	if in.Tasks != nil {
+		s.Tasks = summarizeTasks(Tasks(reqs, metFlags, in.Tasks), in.Tasks, goodputDen)
+	}
 
 	s.DispatchLagms = LagSummary{P50: usToMS(lag.ValueAtUS(50)), P99: usToMS(lag.ValueAtUS(99)), Max: usToMS(lag.max)}
 	bound := in.MaxDispatchLag

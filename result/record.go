@@ -52,6 +52,8 @@ type Record struct {
 	Calibration Calibration `json:"calibration"`
 	// SLO targets the requests were judged against.
 	SLO []SLOTarget `json:"slo,omitempty"`
+	// Tasks is how the requests form tasks (workloads[].tasks); nil: no tasks.
+	Tasks *TaskRule `json:"tasks,omitempty"`
 	// ClassSLO holds, for each class of the mix whose SLO differs from the workload's,
 	// the targets its requests were judged against (inherited targets included).
 	ClassSLO map[string][]SLOTarget `json:"class_slo,omitempty"`
@@ -156,6 +158,11 @@ type Request struct {
 	Session       int   `json:"session,omitempty"`
 	Turn          int   `json:"turn,omitempty"`
 	HistoryTokens int   `json:"history_tokens,omitempty"`
+	// Task is the task id the request's trace or dataset entry carried ("" for none);
+	// Attempt numbers the sends of one failed call again (0 for the first send), the
+	// task's retries (Record.Tasks).
+	Task    string `json:"task,omitempty"`
+	Attempt int    `json:"attempt,omitempty"`
 	SchedUS       int64 `json:"sched_us"`
 	SendUS        int64 `json:"send_us"`
 	FirstUS       int64 `json:"first_us,omitempty"`
@@ -243,6 +250,8 @@ type Summary struct {
 	ArrivalSpanS   float64 `json:"arrival_span_s"`
 	ThroughputRPS  float64 `json:"throughput_rps"`
 	OutputTokensPS float64 `json:"output_tokens_per_s"`
+	// Tasks is the run's tasks, when its workload groups requests into tasks.
+	Tasks *TaskSummary `json:"tasks,omitempty"`
 
 	DispatchLagms   LagSummary `json:"dispatch_lag_ms"`
 	ClientSaturated bool       `json:"client_saturated"`

@@ -119,6 +119,8 @@ type SweepStep struct {
 	TTFTP99ms        float64 `json:"ttft_p99_ms"`
 	ITLP99ms         float64 `json:"itl_p99_ms"`
 	E2EMeanms        float64 `json:"e2e_mean_ms"`
+	// Tasks is the first run's tasks, when the workload groups requests into tasks.
+	Tasks *TaskSummary `json:"tasks,omitempty"`
 	ErrorRate        float64 `json:"error_rate"`
 	DispatchLagP99ms float64 `json:"dispatch_lag_p99_ms"`
 	// QueueGrowth is how much the waiting queue grew while arrivals lasted (engine queue
@@ -366,6 +368,7 @@ func StepOfRuns(recs []*Record, rate float64) SweepStep {
 		DispatchLagP99ms: s.DispatchLagms.P99,
 	}
 	st.KVConcurrency = s.KVConcurrency
+	st.Tasks = s.Tasks
 	if g, src, ok := QueueGrowth(rec); ok {
 		st.QueueGrowth, st.QueueSource = &g, src
 	}

@@ -121,6 +121,7 @@ func parseShareGPT(data []byte, fe *fileErrs) []DatasetEntry {
 type promptLine struct {
 	Prompt    *string `json:"prompt"`
 	OutputLen *int    `json:"output_len"`
+	TaskID    *taskID `json:"task_id"`
 }
 
 func parsePrompts(data []byte, fe *fileErrs) []DatasetEntry {
@@ -136,7 +137,7 @@ func parsePrompts(data []byte, fe *fileErrs) []DatasetEntry {
 		dec := json.NewDecoder(bytes.NewReader(line))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&p); err != nil {
-			fe.add(ln, jsonCol(err), "invalid prompts line: %s; expected {\"prompt\": text, \"output_len\": n}", jsonReason(err))
+			fe.add(ln, jsonCol(err), "invalid prompts line: %s; expected {\"prompt\": text, \"output_len\": n, \"task_id\": id} (output_len and task_id optional)", jsonReason(err))
 			continue
 		}
 		if p.Prompt == nil || *p.Prompt == "" {
@@ -150,6 +151,13 @@ func parsePrompts(data []byte, fe *fileErrs) []DatasetEntry {
 				continue
 			}
 			e.OutputLen = *p.OutputLen
+		}
+		if p.TaskID != nil {
+			e.Task = string(*p.TaskID)
+			if why := checkTaskID(e.Task); why != "" {
+				fe.add(ln, 1, "invalid prompts line: %s", why)
+				continue
+			}
 		}
 		out = append(out, e)
 	}
@@ -222,7 +230,7 @@ func (g *Generator) datasetRequest(phase uint64, i int, warm bool) Item {
 	}
 	b.Write(salt)
 	b.WriteString(e.Prompt)
-	it := Item{Index: i, Warmup: warm, Prompt: b.String()}
+	it := Item{Index: i, Warmup: warm, Prompt: b.String(), Task: passTask(e.Task, i, len(ds.Entries))}
 	extra := g.estimateTokens(string(salt))
 	if prefix != "" {
 		extra += g.estimateTokens(prefix + " ")

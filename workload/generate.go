@@ -20,6 +20,9 @@ type Item struct {
 	PromptTokens int // target prompt length in tokens
 	OutputTokens int // target output length (max_tokens)
 	Prompt       string
+	// Task is the task id of the trace or dataset entry the request replays ("" for
+	// none); a replay that wraps around the entries gives the second pass its own ids.
+	Task string
 }
 
 // Calibration records how prompt lengths were hit.

@@ -153,7 +153,7 @@ func (g *Generator) request(i int, warm bool) Item {
 		// A trace with lengths: request i is entry i (warm-up requests replay the
 		// entries from the first, in their own phase).
 		rec := &a.Records[i%len(a.Records)]
-		it := Item{Index: i, Warmup: warm, PromptTokens: rec.Input, OutputTokens: rec.Output}
+		it := Item{Index: i, Warmup: warm, PromptTokens: rec.Input, OutputTokens: rec.Output, Task: passTask(rec.Task, i, len(a.Records))}
 		if len(rec.Blocks) > 0 {
 			it.Prompt = g.blockPrompt(phase, i, rec)
 		} else {

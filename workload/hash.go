@@ -24,7 +24,7 @@ const hashSchema = "slogate-workload-hash/1"
 //
 // It covers the API, the model name and revision, the seed, the request count or
 // duration, warm-up, arrival (with a profile and the loaded trace offsets, not the trace
-// path), lengths (with loaded empirical values, not the file path), classes, sessions, prefix cache,
+// path), lengths (with loaded empirical values, not the file path), classes, sessions, tasks, prefix cache,
 // timeout, SLO, ignore_eos and CorpusVersion. It leaves out what neither changes the
 // traffic nor the verdict of the SLO: the workload name, the target URL, engine and key,
 // the gate and capacity sections, repeats, max_dispatch_lag, and the file's formatting.
@@ -63,6 +63,9 @@ func hashWith(f *File, w *Workload, corpus string) string {
 			Think: hThink{Dist: cmp.Or(t.Dist, DistFixed), Value: ns(t.Value), Min: ns(t.Min), Max: ns(t.Max),
 				P50: ns(t.P50), P95: ns(t.P95), Mean: ns(t.Mean)},
 		}
+	}
+	if t := w.Tasks; t != nil {
+		c.Tasks = &hTasks{By: t.By, Success: t.Success, Retries: t.Retries}
 	}
 	for i := range w.Classes {
 		cl := &w.Classes[i]
@@ -105,6 +108,15 @@ type hWorkload struct {
 	Classes      []hClass   `json:"classes,omitempty"`
 	IgnoreEOS    *bool      `json:"ignore_eos,omitempty"`
 	Sessions     *hSessions `json:"sessions,omitempty"`
+	Tasks        *hTasks    `json:"tasks,omitempty"`
+}
+
+// hTasks: the retries change what is sent, the grouping and success rule the task
+// goodput a baseline is compared on.
+type hTasks struct {
+	By      string `json:"by"`
+	Success string `json:"success"`
+	Retries int    `json:"retries,omitempty"`
 }
 
 // hSessions is a session workload's conversations; their starts are the arrival's.

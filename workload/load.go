@@ -766,6 +766,7 @@ func (d *decoder) workload(path string, n *yaml.Node) Workload {
 			w.Sweep = sw
 		}},
 		{"sessions", func(p string, v *yaml.Node) { w.Sessions = d.sessions(p, v) }},
+		{"tasks", func(p string, v *yaml.Node) { w.Tasks = d.tasks(p, v) }},
 	})
 	return w
 }

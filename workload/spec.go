@@ -143,7 +143,32 @@ type Workload struct {
 	// previous one has ended and a think time has passed (closed loop), carrying the
 	// whole history. Requests and Duration are unset: Sessions.Count bounds the run.
 	Sessions *Sessions
+	// Tasks, when set, groups the requests into tasks (workloads[].tasks) for task
+	// goodput and the cost per completed task.
+	Tasks *Tasks
 }
+
+// Tasks groups a workload's requests into tasks: an agent's session, or the requests of
+// a trace or dataset that share a task_id.
+type Tasks struct {
+	By      string // TasksBySession or TasksByTaskID
+	Success string // TaskSuccessAll or TaskSuccessLast
+	// Retries is how often a session sends a failed turn again before the turn fails.
+	Retries int
+	// Line and Col are where the tasks key is in the file (0 when built in code).
+	Line, Col int
+}
+
+// Task grouping and success rules (the record's result.TaskRule has the same names).
+const (
+	TasksBySession  = "session"
+	TasksByTaskID   = "task_id"
+	TaskSuccessAll  = "all"
+	TaskSuccessLast = "last"
+)
+
+// MaxTaskRetries bounds tasks.retries.
+const MaxTaskRetries = 10
 
 // Sessions describes multi-turn conversations (workloads[].sessions).
 type Sessions struct {
@@ -269,6 +294,8 @@ type DatasetEntry struct {
 	// Turns are the (human, answer) pairs of a ShareGPT conversation, for
 	// Dataset.Sessions: the first is (Prompt, Reply).
 	Turns []DatasetTurn
+	// Task is the entry's task_id, "" for none.
+	Task string
 }
 
 // DatasetTurn is one exchange of a conversation: the user's message and the answer whose
@@ -290,6 +317,7 @@ type TraceRecord struct {
 	Line   int // line of the trace file, for messages
 	Input  int // prompt tokens
 	Output int // output tokens
+	Task   string // the task id, "" for none
 	// Blocks are mooncake hash ids: block j of the prompt (BlockTokens tokens) is the
 	// same text in every request whose j-th id is the same.
 	Blocks []int64

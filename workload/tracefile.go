@@ -122,6 +122,7 @@ type mooncakeLine struct {
 	InputLength  *int     `json:"input_length"`
 	OutputLength *int     `json:"output_length"`
 	HashIDs      []int64  `json:"hash_ids"`
+	TaskID       *taskID  `json:"task_id"`
 }
 
 func parseMooncake(data []byte, fe *fileErrs) []rawEntry {
@@ -138,7 +139,7 @@ func parseMooncake(data []byte, fe *fileErrs) []rawEntry {
 		dec := json.NewDecoder(bytes.NewReader(line))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&m); err != nil {
-			fe.add(ln, jsonCol(err), "invalid mooncake line: %s; expected {\"timestamp\": ms, \"input_length\": n, \"output_length\": n, \"hash_ids\": [...]}", jsonReason(err))
+			fe.add(ln, jsonCol(err), "invalid mooncake line: %s; expected {\"timestamp\": ms, \"input_length\": n, \"output_length\": n, \"hash_ids\": [...], \"task_id\": id (optional)}", jsonReason(err))
 			continue
 		}
 		if dec.More() {
@@ -174,10 +175,18 @@ func parseMooncake(data []byte, fe *fileErrs) []rawEntry {
 			fe.add(ln, 1, "invalid timestamp %v: timestamps must be in ascending order (previous %v)", ts, prev)
 			continue
 		}
+		var task string
+		if m.TaskID != nil {
+			task = string(*m.TaskID)
+			if why := checkTaskID(task); why != "" {
+				fe.add(ln, 1, "invalid mooncake line: %s", why)
+				continue
+			}
+		}
 		prev = ts
 		out = append(out, rawEntry{
 			at:  time.Duration(math.Round((ts - first) * 1e6)),
-			rec: TraceRecord{Line: ln, Input: max(*m.InputLength, 1), Output: max(*m.OutputLength, 1), Blocks: m.HashIDs},
+			rec: TraceRecord{Line: ln, Input: max(*m.InputLength, 1), Output: max(*m.OutputLength, 1), Blocks: m.HashIDs, Task: task},
 		})
 	}
 	if err := sc.Err(); err != nil {
@@ -218,11 +227,15 @@ type csvColumns struct {
 	parseTimestamp func(string) (float64, error) // seconds on some axis
 }
 
+// csvTaskColumn is the optional column of a CSV trace that groups its requests into
+// tasks (workloads[].tasks by task_id); neither public trace has it.
+const csvTaskColumn = "task_id"
+
 // azureColumns: the Azure LLM inference traces (AzurePublicDataset, 2023 and 2024):
 // TIMESTAMP as "2023-11-16 18:15:46.6805900", ContextTokens, GeneratedTokens.
 var azureColumns = csvColumns{
 	format: TraceAzure,
-	known:  []string{"TIMESTAMP", "ContextTokens", "GeneratedTokens"},
+	known:  []string{"TIMESTAMP", "ContextTokens", "GeneratedTokens", csvTaskColumn},
 	time:   "TIMESTAMP", in: "ContextTokens", out: "GeneratedTokens",
 	parseTimestamp: func(s string) (float64, error) {
 		for _, layout := range []string{"2006-01-02 15:04:05.999999999", time.RFC3339Nano} {
@@ -238,7 +251,7 @@ var azureColumns = csvColumns{
 // Model, Request tokens, Response tokens, Total tokens, Log Type.
 var burstColumns = csvColumns{
 	format: TraceBurstGPT,
-	known:  []string{"Timestamp", "Model", "Request tokens", "Response tokens", "Total tokens", "Log Type"},
+	known:  []string{"Timestamp", "Model", "Request tokens", "Response tokens", "Total tokens", "Log Type", csvTaskColumn},
 	time:   "Timestamp", in: "Request tokens", out: "Response tokens",
 	parseTimestamp: func(s string) (float64, error) {
 		v, err := strconv.ParseFloat(s, 64)
@@ -285,6 +298,7 @@ func parseTraceCSV(data []byte, fe *fileErrs, cols csvColumns) []rawEntry {
 		return nil
 	}
 	ti, ii, oi := idx[strings.ToLower(cols.time)], idx[strings.ToLower(cols.in)], idx[strings.ToLower(cols.out)]
+	ki, hasTask := idx[csvTaskColumn]
 	var out []rawEntry
 	var first, prev float64
 	for {
@@ -332,10 +346,19 @@ func parseTraceCSV(data []byte, fe *fileErrs, cols csvColumns) []rawEntry {
 			fe.add(ln, tcol, "invalid %s %q: timestamps must be in ascending order", cols.time, ts)
 			continue
 		}
+		var task string
+		if hasTask {
+			var col int
+			task, col = field(ki)
+			if why := checkTaskID(task); why != "" {
+				fe.add(ln, col, "invalid %s: %s", csvTaskColumn, why)
+				continue
+			}
+		}
 		prev = t
 		out = append(out, rawEntry{
 			at:  time.Duration(math.Round((t - first) * 1e9)),
-			rec: TraceRecord{Line: ln, Input: max(lens[0], 1), Output: max(lens[1], 1)},
+			rec: TraceRecord{Line: ln, Input: max(lens[0], 1), Output: max(lens[1], 1), Task: task},
 		})
 	}
 	return out

@@ -22,7 +22,7 @@ var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Rule metrics. Latency metrics are <ttft|tpot|itl|e2e>_<stat>.
 var (
-	ruleMetrics  = []string{"goodput", "throughput", "output_tokens_per_s", "slo_attainment", "error_rate", "kv_concurrency", "max_sustainable_rps", "engine_start", "first_token_after_start"}
+	ruleMetrics  = []string{"goodput", "throughput", "output_tokens_per_s", "slo_attainment", "error_rate", "kv_concurrency", "max_sustainable_rps", "engine_start", "first_token_after_start", "task_goodput"}
 	latencyStats = []string{"p50", "p90", "p95", "p99", "p999", "max", "mean"}
 )
 
@@ -473,6 +473,7 @@ func (d *decoder) validateWorkload(p string, w *Workload) {
 	}
 	d.check(join(p, "repeats"), w.Repeats >= 1, "must be at least 1")
 	d.check(join(p, "max_dispatch_lag"), w.MaxDispatchLag > 0, "must be more than 0s")
+	d.validateTasks(p, w)
 }
 
 var (
