@@ -155,24 +155,24 @@ type Request struct {
 	// Session and Turn place a turn of a multi-turn session (both 1-based; 0 for a
 	// request that stands alone). HistoryTokens is the prompt tokens the turn carried
 	// from earlier turns (system prompt, earlier user messages and answers), as sent.
-	Session       int   `json:"session,omitempty"`
-	Turn          int   `json:"turn,omitempty"`
-	HistoryTokens int   `json:"history_tokens,omitempty"`
+	Session       int `json:"session,omitempty"`
+	Turn          int `json:"turn,omitempty"`
+	HistoryTokens int `json:"history_tokens,omitempty"`
 	// Task is the task id the request's trace or dataset entry carried ("" for none);
 	// Attempt numbers the sends of one failed call again (0 for the first send), the
 	// task's retries (Record.Tasks).
-	Task    string `json:"task,omitempty"`
-	Attempt int    `json:"attempt,omitempty"`
-	SchedUS       int64 `json:"sched_us"`
-	SendUS        int64 `json:"send_us"`
-	FirstUS       int64 `json:"first_us,omitempty"`
-	LastUS        int64 `json:"last_us,omitempty"`
-	EndUS         int64 `json:"end_us"`
-	PromptTarget  int   `json:"prompt_target"`
-	OutputTarget  int   `json:"output_target"`
-	PromptTokens  int   `json:"prompt_tokens"`
-	OutputTokens  int   `json:"output_tokens"`
-	NoUsage       bool  `json:"no_usage,omitempty"` // OutputTokens is the chunk count
+	Task         string `json:"task,omitempty"`
+	Attempt      int    `json:"attempt,omitempty"`
+	SchedUS      int64  `json:"sched_us"`
+	SendUS       int64  `json:"send_us"`
+	FirstUS      int64  `json:"first_us,omitempty"`
+	LastUS       int64  `json:"last_us,omitempty"`
+	EndUS        int64  `json:"end_us"`
+	PromptTarget int    `json:"prompt_target"`
+	OutputTarget int    `json:"output_target"`
+	PromptTokens int    `json:"prompt_tokens"`
+	OutputTokens int    `json:"output_tokens"`
+	NoUsage      bool   `json:"no_usage,omitempty"` // OutputTokens is the chunk count
 	// CachedTokens is the prompt tokens the engine's prefix cache served when it first
 	// scheduled the request (usage.prompt_tokens_details.cached_tokens); nil when the
 	// engine did not say. A re-admission after preemption does not change it.

@@ -111,18 +111,18 @@ type SweepStep struct {
 	// client and the engine; absent when no request produced a first token.
 	Slowest *SlowRequest `json:"slowest,omitempty"`
 
-	Requests         int     `json:"requests"`
-	Completed        int     `json:"completed"`
-	SLOAttainment    float64 `json:"slo_attainment"`
-	GoodputRPS       float64 `json:"goodput_rps"`
-	ThroughputRPS    float64 `json:"throughput_rps"`
-	TTFTP99ms        float64 `json:"ttft_p99_ms"`
-	ITLP99ms         float64 `json:"itl_p99_ms"`
-	E2EMeanms        float64 `json:"e2e_mean_ms"`
+	Requests      int     `json:"requests"`
+	Completed     int     `json:"completed"`
+	SLOAttainment float64 `json:"slo_attainment"`
+	GoodputRPS    float64 `json:"goodput_rps"`
+	ThroughputRPS float64 `json:"throughput_rps"`
+	TTFTP99ms     float64 `json:"ttft_p99_ms"`
+	ITLP99ms      float64 `json:"itl_p99_ms"`
+	E2EMeanms     float64 `json:"e2e_mean_ms"`
 	// Tasks is the first run's tasks, when the workload groups requests into tasks.
-	Tasks *TaskSummary `json:"tasks,omitempty"`
-	ErrorRate        float64 `json:"error_rate"`
-	DispatchLagP99ms float64 `json:"dispatch_lag_p99_ms"`
+	Tasks            *TaskSummary `json:"tasks,omitempty"`
+	ErrorRate        float64      `json:"error_rate"`
+	DispatchLagP99ms float64      `json:"dispatch_lag_p99_ms"`
 	// QueueGrowth is how much the waiting queue grew while arrivals lasted (engine queue
 	// depth where scraped, else the client's in-flight count; QueueSource says which);
 	// absent when neither was sampled.

@@ -314,9 +314,9 @@ const (
 
 // TraceRecord is one request of a trace with lengths.
 type TraceRecord struct {
-	Line   int // line of the trace file, for messages
-	Input  int // prompt tokens
-	Output int // output tokens
+	Line   int    // line of the trace file, for messages
+	Input  int    // prompt tokens
+	Output int    // output tokens
 	Task   string // the task id, "" for none
 	// Blocks are mooncake hash ids: block j of the prompt (BlockTokens tokens) is the
 	// same text in every request whose j-th id is the same.
