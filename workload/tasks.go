@@ -72,6 +72,8 @@ func (d *decoder) validateTasks(wp string, w *Workload) {
 		case w.Sessions != nil:
 			d.errorf(d.keyNode(where), "tasks by %q do not apply to a workload with \"sessions\": each session is a task (by: %q)", TasksByTaskID, TasksBySession)
 			d.bad[where] = true
+		case unread(w):
+			// The trace or dataset could not be read: its own error says why.
 		case !hasTaskIDs(w):
 			d.errorf(d.keyNode(where), "tasks by %q need requests that carry a task_id: a trace (format %s) or a %q dataset whose entries have one; none of this workload's do",
 				TasksByTaskID, quoteList(taskIDTraceFormat), DatasetPrompts)
@@ -85,6 +87,11 @@ func (d *decoder) validateTasks(wp string, w *Workload) {
 			d.fail(rp, d.nodes[rp], "retries apply to sessions, whose turns wait on each other: a trace or dataset records its own retries as requests of the task")
 		}
 	}
+}
+
+// unread reports whether w's trace with lengths or dataset failed to load.
+func unread(w *Workload) bool {
+	return (w.Arrival.HasLengths() && len(w.Arrival.Records) == 0) || (w.Dataset != nil && len(w.Dataset.Entries) == 0)
 }
 
 // hasTaskIDs reports whether any request of w carries a task id.
