@@ -15,7 +15,8 @@
 # (one sticky comment, then the same one updated), fork_pull_request (refused; allowed
 # with a read-only token), sweep_capacity, sweep_declared_slo (a sweep judges each step by
 # the SLO as declared), cold_under_kv_pressure (a fresh engine's first cold run is judged
-# though it preempts), shards_merge, import_export, ab, calibrate, llamacpp (skipped,
+# though it preempts), shards_merge, import_export, ab, calibrate, tasks (task goodput
+# and the cost per completed task), llamacpp (skipped,
 # loudly, when llama-server is not built: scripts/llamacpp-test.sh builds it first in
 # .ci/run). On a 2-core machine the whole suite took 221 s in three lanes (641 s one at
 # a time; llama.cpp included).
@@ -34,7 +35,7 @@ T0=$SECONDS
 log() { printf 'e2e: %s\n' "$*" >&2; }
 
 ALL_SCENARIOS=(demo baseline_gate ci_pull_request fork_pull_request sweep_capacity sweep_declared_slo
-	cold_under_kv_pressure shards_merge import_export ab calibrate llamacpp)
+	cold_under_kv_pressure shards_merge import_export ab calibrate tasks llamacpp)
 
 if [[ ${1-} == -l ]]; then
 	printf '%s\n' "${ALL_SCENARIOS[@]}"
@@ -554,6 +555,47 @@ YAML
 		files baselines/cold sim.json
 }
 
+# Tasks (README, Capacity): three-turn sessions are tasks, a failed turn is sent again up
+# to twice; against a simulator failing 15% of its requests the record counts the retries
+# as the tasks' requests, the baseline keeps a task_met column, and the worksheet prices a
+# completed task.
+scenario_tasks() {
+	cd "$d" || exit 1
+	sim engine --error-rate 0.15
+	cat >slogate.yaml <<'YAML'
+version: 1
+target: {api: chat, engine: auto}
+model: {name: sim-tiny}
+workloads:
+  - name: agent
+    seed: 5
+    arrival: {process: poisson, rate: 10}
+    sessions: {count: 40, turns: 3, user_tokens: {dist: uniform, min: 10, max: 30}, output_tokens: 8, think_time: 5ms}
+    tasks: {success: all, retries: 2}
+    timeout: 20s
+    max_dispatch_lag: 200ms
+    slo: {ttft: {p95: 5s}}
+gate:
+  baselines: baselines
+  rules:
+    task_goodput: {direction: higher, tolerance: 10%}
+capacity: {peak_rps: 20, target_utilization: 80%, gpu_hour_usd: 2}
+YAML
+	expect 0 run "$SLOGATE" run -c slogate.yaml --target "$url" -o out || exit 1
+	local rec=out/agent.json
+	jqc "tasks: the record carries the task rule" $rec '.tasks == {"by": "session", "success": "all", "retries": 2}'
+	jqc "tasks: 40 tasks, most completed" $rec '.summary.tasks | .tasks == 40 and .completed >= 30 and .met <= .completed'
+	jqc "tasks: retries are requests of their task" $rec \
+		'([.requests[] | select((.attempt // 0) > 0)] | length) as $r | $r > 0 and .summary.tasks.retries == $r and .summary.tasks.requests == (.requests | length)'
+	jqc "tasks: a completed task cost more than its 3 turns" $rec '.summary.tasks.requests_per_completed_task > 3'
+	grepc "tasks: the terminal table states the tasks" run.log 'tasks \(sessions, success: all\): [0-9]+ of 40 completed'
+	expect 0 baseline-update "$SLOGATE" baseline update -c slogate.yaml -r out &&
+		jqc "tasks: the baseline keeps task_met, one per task" baselines/agent/sim.json '.trials[0].requests.task_met | length == 40'
+	if expect 0 capacity "$SLOGATE" capacity -r $rec -c slogate.yaml; then
+		grepc "tasks: the worksheet prices a completed task" capacity.log 'cost per completed task = .* \$[0-9]'
+	fi
+}
+
 # A run split into two shards sharing one start time, sent at once, merged exactly:
 # the merged record holds every request once and the gate judges it like a plain run.
 scenario_shards_merge() {
@@ -709,7 +751,7 @@ SLOGATE=$bin/slogate
 # seconds), so lanes cut the wall time without loading the machine. Each scenario's output
 # is printed whole when it ends.
 jobs=${SLOGATE_E2E_JOBS:-3}
-longest_first=(sweep_declared_slo demo sweep_capacity baseline_gate ab shards_merge ci_pull_request llamacpp calibrate fork_pull_request cold_under_kv_pressure import_export)
+longest_first=(sweep_declared_slo demo sweep_capacity baseline_gate ab shards_merge ci_pull_request llamacpp calibrate fork_pull_request cold_under_kv_pressure tasks import_export)
 ordered=()
 for s in "${longest_first[@]}"; do
 	[[ " ${scenarios[*]} " == *" $s "* ]] && ordered+=("$s")
