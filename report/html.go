@@ -253,13 +253,6 @@ func figureRows(rs []run) []row {
 		each("goodput", rs, func(r *result.Record) string { return num(s(r).GoodputRPS) + " req/s" }),
 		each("throughput", rs, func(r *result.Record) string { return num(s(r).ThroughputRPS) + " req/s" }),
 		each("output tokens", rs, func(r *result.Record) string { return num(s(r).OutputTokensPS) + " tok/s" }),
-		each("tasks completed / within the SLO; task goodput", rs, func(r *result.Record) string {
-			t := s(r).Tasks
-			if t == nil {
-				return "-"
-			}
-			return fmt.Sprintf("%d of %d / %d; %s tasks/s, %s requests per completed task", t.Completed, t.Tasks, t.Met, num(t.TaskGoodput), num(t.RequestsPerCompleted))
-		}),
 		each("dispatch lag p50 / p99 / max", rs, func(r *result.Record) string {
 			l := s(r).DispatchLagms
 			sat := ""
@@ -280,6 +273,15 @@ func figureRows(rs []run) []row {
 			return fmt.Sprintf("%s / %s, %s / %s", num(l.OutputTarget.P50), num(l.OutputTarget.P95), num(l.Output.P50), num(l.Output.P95))
 		}),
 		each("early stops", rs, func(r *result.Record) string { return strconv.Itoa(s(r).EarlyStops) }),
+	}
+	if slices.ContainsFunc(rs, func(x run) bool { return x.rec.Summary.Tasks != nil }) {
+		rows = append(rows, each("tasks completed / within the SLO; task goodput", rs, func(r *result.Record) string {
+			t := s(r).Tasks
+			if t == nil {
+				return "-"
+			}
+			return fmt.Sprintf("%d of %d / %d; %s tasks/s, %s requests per completed task", t.Completed, t.Tasks, t.Met, num(t.TaskGoodput), num(t.RequestsPerCompleted))
+		}))
 	}
 	// SLO checks, in the order the candidate lists them, then any only the baseline has.
 	type key struct {
