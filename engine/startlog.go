@@ -57,11 +57,13 @@ var vllmPhases = []struct {
 }
 
 // llama.cpp's llama-server prints no durations while it starts, only the beginning and the
-// end of the model load: "main: loading model" and "main: model loaded" (older servers:
-// "INFO [ main] loading model | ..." and "... model loaded | ...").
+// end of the model load: "main: loading model" and "main: model loaded"; the server of
+// node-llama-cpp 3.22.1's bundle "srv    load_model: loading model '...'" and
+// "srv  llama_server: model loaded"; older servers "INFO [ main] loading model | ..." and
+// "... model loaded | ...".
 var (
-	llamaLoadBegin = regexp.MustCompile(`(?:^|\s)main(?::|\])\s+loading model(?:\s|$|\|)`)
-	llamaLoadEnd   = regexp.MustCompile(`(?:^|\s)main(?::|\])\s+model loaded(?:\s|$|\|)`)
+	llamaLoadBegin = regexp.MustCompile(`(?:^|\s)(?:main(?::|\])|load_model:)\s+loading model(?:\s|$|\||')`)
+	llamaLoadEnd   = regexp.MustCompile(`(?:^|\s)(?:main(?::|\])|llama_server:)\s+model loaded(?:\s|$|\|)`)
 )
 
 // StartLog reads an engine's output while it starts and keeps the phases its lines

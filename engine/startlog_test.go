@@ -33,6 +33,8 @@ func TestStartLogFixtures(t *testing.T) {
 		// this test feeds at once (0 s apart).
 		{"llamacpp-server.log", []phase{{PhaseModelLoad, 0, PhaseFromSeen}}},
 		{"llamacpp-server-old.log", []phase{{PhaseModelLoad, 0, PhaseFromSeen}}},
+		// Captured whole from the llama-server that scripts/llamacpp.sh builds.
+		{"llamacpp-server-b-node-3.22.1.log", []phase{{PhaseModelLoad, 0, PhaseFromSeen}}},
 	} {
 		t.Run(c.file, func(t *testing.T) {
 			b, err := os.ReadFile(filepath.Join("..", "testdata", "engines", "startlog", c.file))

@@ -209,8 +209,8 @@ func (c Comment) workloadMain(b *strings.Builder, w gate.WorkloadResult) {
 		fmt.Fprintf(b, "SLO attainment **%s** · goodput %s req/s · error rate %s%s\n\n",
 			pctStr(s.SLOAttainment), num(s.GoodputRPS), pctStr(s.ErrorRate), mdErrors(s.Errors))
 		if t := s.Tasks; t != nil {
-			fmt.Fprintf(b, "Tasks: **%d of %d completed** (%s) · task goodput %s tasks/s · %s requests per completed task\n\n",
-				t.Completed, t.Tasks, pctStr(t.SuccessRate), num(t.TaskGoodput), num(t.RequestsPerCompleted))
+			fmt.Fprintf(b, "Tasks: **%d of %d completed** (%s) · %s tasks/s · task goodput %s tasks/s · %s requests per completed task\n\n",
+				t.Completed, t.Tasks, pctStr(t.SuccessRate), num(t.TasksPS), num(t.TaskGoodput), num(t.RequestsPerCompleted))
 		}
 	}
 	if len(w.BaselineSummaries) > 0 {
