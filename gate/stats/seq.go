@@ -161,6 +161,36 @@ func PairLogRatios(blocks []Block) (d []float64, ok bool) {
 // sequence at pol's confidence, with the decision it allows at pol's tolerance. ok is
 // false when the blocks give no pairs of positive values.
 func SequentialBlocks(blocks []Block, pol Policy) (point, lo, hi float64, dec Decision, ok bool) {
+	return SequentialBlocksShared(blocks, pol, Shared{})
+}
+
+// Shared is a part of an A/B job's log-ratio that every block of the job shares, so that
+// the blocks' spread cannot see it however many there are: the difference between the
+// offsets that two engines, each started once for the whole job and swapped between
+// blocks, drew at their start. Var is its variance (on the log scale), from elsewhere (a
+// calibration's spread between engine starts); DF the degrees of freedom of that
+// estimate (0: taken as known).
+type Shared struct {
+	Var, DF float64
+}
+
+// quantile is the two-sided quantile of the shared part at level 1 − a: Student's t on
+// DF degrees of freedom, the normal one when DF is 0.
+func (s Shared) quantile(a float64) float64 {
+	if s.DF > 0 {
+		return tQuantile(1-a/2, s.DF)
+	}
+	return normalQuantile(1 - a/2)
+}
+
+// SequentialBlocksShared is SequentialBlocks for a job whose pairs share a part sh. The
+// pairs' mean then estimates the ratio plus the shared part, and their sequence covers
+// that sum at every look. The shared part is drawn once, before the first block, so a
+// fixed interval for it holds at every look as well; the interval for the ratio is the
+// sum of the two half-widths, each at half of the error rate (1 − confidence): the
+// chance that either misses is at most their sum (a union bound), however often the
+// job looks. With sh.Var 0 it is SequentialBlocks.
+func SequentialBlocksShared(blocks []Block, pol Policy, sh Shared) (point, lo, hi float64, dec Decision, ok bool) {
 	pol, _, errs := pol.effective()
 	if len(errs) > 0 {
 		return 0, 0, 0, Undecided, false
@@ -169,7 +199,14 @@ func SequentialBlocks(blocks []Block, pol Policy) (point, lo, hi float64, dec De
 	if !ok || len(d) == 0 {
 		return 0, 0, 0, Undecided, false
 	}
-	m, h := ConfidenceSequence(d, pol.Confidence)
+	var m, h float64
+	if sh.Var > 0 {
+		a := (1 - pol.Confidence) / 2
+		m, h = ConfidenceSequence(d, 1-a)
+		h += sh.quantile(a) * math.Sqrt(sh.Var)
+	} else {
+		m, h = ConfidenceSequence(d, pol.Confidence)
+	}
 	point, lo, hi = math.Exp(m), math.Exp(m-h), math.Exp(m+h)
 	return point, lo, hi, Decide(pol.Direction, pol.Tolerance, lo, hi), true
 }
