@@ -2,6 +2,7 @@ package gate
 
 import (
 	"fmt"
+	"math"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/slogate/slogate/gate/gatetest"
+	"github.com/slogate/slogate/gate/stats"
 	"github.com/slogate/slogate/workload"
 )
 
@@ -238,3 +240,65 @@ func TestNoiseSequential(t *testing.T) {
 		}
 	}
 }
+
+// TestNoiseSwapBudget measures what a swapped job that fits a quarter of the fixed
+// recipe's GPU time can know at all. 12 blocks (2 starts of 90 s and 12 blocks of a 3 s
+// wake and 15 s: 6.6 minutes, the most ABBA blocks under 7.0) of the same 200 A/A jobs
+// as above give each job's mean ITL p99 pair log-ratio; its spread over the jobs is the
+// two engines' start offsets plus the pairs' own noise. The best any rule could do,
+// knowing that spread exactly, fails a job whose mean exceeds the A/A mean by z(0.99)
+// spreads (1% false fails) and so catches a 20% regression (the same spread, shifted by
+// ln 1.2) with probability Φ((ln 1.2 − z(0.99)·sd)/sd). docs/noise.md reports it: it
+// is below the 95% target, so no stopping rule or interval over one start per engine
+// meets it under this noise; the test fails if that stops being so.
+func TestNoiseSwapBudget(t *testing.T) {
+	if raceDetector || testing.Short() {
+		t.Skip("200 jobs of 12 blocks: run without -race (.ci/run does)")
+	}
+	const blocks = 12
+	if g := swaps.gpuTime(blocks); g*4 > restarts.gpuTime(recommended.blocks) {
+		t.Fatalf("%d swapped blocks take %.1f GPU minutes, over a quarter of the fixed recipe", blocks, g.Minutes())
+	}
+	defs := defsOf(t)
+	layout := Layout(blocks)
+	means := make([]float64, 200)
+	pairSD := make([]float64, 200)
+	inParallel(len(means), func(i int) {
+		var ab []abBlock
+		for b := range blocks {
+			candidate := layout[b] == 'B'
+			s := gatetest.Spec{Requests: recommended.blockRequests, OutputTokens: recommended.outputTokens, Noise: gpuNoise, SkipSummary: true,
+				NoiseSeed: int64(7_000_000 + i*100 + 90), Offset: time.Duration(b) * (blockSpan + wakeCost)}
+			if candidate {
+				s.NoiseSeed++
+			}
+			ab = append(ab, abBlock{r: runOf(gatetest.Record(uint64(8_000_000+i*100+b), s)), candidate: candidate})
+		}
+		d, _ := stats.PairLogRatios(blocksOf(defs[1], ab))
+		means[i], pairSD[i] = meanSD(d)
+	})
+	m, sd := meanSD(means)
+	own, _ := meanSD(pairSD)
+	ownOfMean := own / math.Sqrt(blocks/2)
+	offset := math.Sqrt(max(sd*sd-ownOfMean*ownOfMean, 0))
+	z := stats.NormalQuantile(0.99)
+	best := normalCDF((math.Log(1.2) - z*sd) / sd)
+	t.Logf("ITL p99, %d swapped blocks: mean pair log-ratio over 200 A/A jobs %.4f, sd %.4f (the pairs' own %.4f, the engines' start offsets %.4f); the best rule at 1%% false fails catches a 20%% regression with probability %.3f",
+		blocks, m, sd, ownOfMean, offset, best)
+	if best >= 0.95 {
+		t.Errorf("a known-spread rule would catch %.3f ≥ 95%% of 20%% regressions within the budget: docs/noise.md says no rule can; revisit it", best)
+	}
+}
+
+func meanSD(xs []float64) (m, sd float64) {
+	for _, x := range xs {
+		m += x
+	}
+	m /= float64(len(xs))
+	for _, x := range xs {
+		sd += (x - m) * (x - m)
+	}
+	return m, math.Sqrt(sd / float64(len(xs)-1))
+}
+
+func normalCDF(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }
