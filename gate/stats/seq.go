@@ -210,3 +210,62 @@ func SequentialBlocksShared(blocks []Block, pol Policy, sh Shared) (point, lo, h
 	point, lo, hi = math.Exp(m), math.Exp(m-h), math.Exp(m+h)
 	return point, lo, hi, Decide(pol.Direction, pol.Tolerance, lo, hi), true
 }
+
+// KnownSDSequence is the half-width of a confidence sequence for the mean of n
+// independent normal observations whose standard deviation sd is known, at level conf:
+// Robbins' normal mixture (the likelihood ratio of a mean shift, mixed over a
+// standardized shift θ ~ N(0, SeqTau²), is the nonnegative martingale
+// (ρ/(n+ρ))^½·exp(S²/(2σ²(n+ρ))) with ρ = SeqTau⁻² and S the sum of the deviations;
+// S. R. Howard, A. Ramdas, J. McAuliffe and J. Sekhon, "Time-uniform, nonparametric,
+// nonasymptotic confidence sequences", Annals of Statistics 49(2), 2021, the normal
+// mixture boundary), so that by Ville's inequality the mean leaves
+//
+//	x̄ ± (σ/n)·√((n + ρ)·(2·ln(1/α) + ln((n + ρ)/ρ)))
+//
+// at some n with probability at most α. Unlike ConfidenceSequence it excludes values
+// from the first observation on: the variance is not estimated from the observations.
+func KnownSDSequence(n int, sd, conf float64) float64 {
+	if n < 1 {
+		return math.Inf(1)
+	}
+	rho := 1 / (SeqTau * SeqTau)
+	nf := float64(n)
+	return sd / nf * math.Sqrt((nf+rho)*(2*math.Log(1/(1-conf))+math.Log((nf+rho)/rho)))
+}
+
+// RepeatsSequence is the confidence sequence of a candidate's repeated runs against a
+// committed baseline whose between-run spread sp a calibration measured: after the
+// runs so far (candLogs, the log value of each), the ratio of the candidate's mean to
+// the baseline's, its sequence at pol's confidence, and the decision it allows at pol's
+// tolerance.
+//
+// A run's log value is its system's level plus the run's offset and sampling noise, of
+// standard deviation sp.RunSD (the calibration's spread of whole runs, their sampling
+// noise included), taken as known: the candidate's mean has a known-variance sequence
+// (KnownSDSequence), which excludes values from the first run on. The baseline side's
+// mean is fixed before the first candidate run; its error, of variance (the between-run
+// part)/runs plus its sampling variance, enters as a shared part on the calibration's
+// degrees of freedom. The interval is the sum of the two half-widths, each at half of
+// the error rate (a union bound), at every look. ok is false when a value is not
+// positive or the spread is unknown.
+func RepeatsSequence(base Side, candLogs []float64, sp Spread, pol Policy) (point, lo, hi float64, dec Decision, ok bool) {
+	pol, _, errs := pol.effective()
+	if len(errs) > 0 || !sp.Known() || len(candLogs) == 0 || base.Runs == 0 {
+		return 0, 0, 0, Undecided, false
+	}
+	var m float64
+	for _, x := range candLogs {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return 0, 0, 0, Undecided, false
+		}
+		m += x
+	}
+	m /= float64(len(candLogs))
+	a := (1 - pol.Confidence) / 2
+	between := max(sp.RunSD*sp.RunSD-sp.WithinSD*sp.WithinSD, 0)
+	sh := Shared{Var: between/float64(base.Runs) + base.Within, DF: float64(sp.DF)}
+	h := KnownSDSequence(len(candLogs), sp.RunSD, 1-a) + sh.quantile(a)*math.Sqrt(sh.Var)
+	d := m - base.LogMean
+	point, lo, hi = math.Exp(d), math.Exp(d-h), math.Exp(d+h)
+	return point, lo, hi, Decide(pol.Direction, pol.Tolerance, lo, hi), true
+}
