@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/slogate/slogate/engine"
+	"github.com/slogate/slogate/gate"
 	"github.com/slogate/slogate/measure"
 	"github.com/slogate/slogate/report"
-	"github.com/slogate/slogate/gate"
 	"github.com/slogate/slogate/result"
 	"github.com/slogate/slogate/workload"
 )

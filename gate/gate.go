@@ -156,8 +156,8 @@ type WorkloadResult struct {
 	// Repeats says how a candidate's sequential repeats ended (run --min-repeats): how
 	// many ran of at most how many, and why they stopped; nil when every repeat ran
 	// without looking.
-	Repeats *result.RepeatStop `json:"repeats,omitempty"`
-	Warnings  []string `json:"warnings,omitempty"`
+	Repeats  *result.RepeatStop `json:"repeats,omitempty"`
+	Warnings []string           `json:"warnings,omitempty"`
 }
 
 // TrialCounts are the number of trials on each side.
