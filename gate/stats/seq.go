@@ -237,17 +237,23 @@ func KnownSDSequence(n int, sd, conf float64) float64 {
 // committed baseline whose between-run spread sp a calibration measured: after the
 // runs so far (candLogs, the log value of each), the ratio of the candidate's mean to
 // the baseline's, its sequence at pol's confidence, and the decision it allows at pol's
-// tolerance.
+// tolerance. ok is false when a value is not finite or the spread is unknown.
 //
 // A run's log value is its system's level plus the run's offset and sampling noise, of
-// standard deviation sp.RunSD (the calibration's spread of whole runs, their sampling
-// noise included), taken as known: the candidate's mean has a known-variance sequence
-// (KnownSDSequence), which excludes values from the first run on. The baseline side's
-// mean is fixed before the first candidate run; its error, of variance (the between-run
-// part)/runs plus its sampling variance, enters as a shared part on the calibration's
-// degrees of freedom. The interval is the sum of the two half-widths, each at half of
-// the error rate (a union bound), at every look. ok is false when a value is not
-// positive or the spread is unknown.
+// standard deviation σ = sp.RunSD (the calibration's spread of whole runs, their
+// sampling noise included), taken as known. The baseline side's mean was fixed before
+// the first candidate run; its error e_b, of variance v = (the between-run part)/runs
+// plus its sampling variance, is shared by every look. For a ratio δ0, the deviations
+// y_i = x_i − m_b − δ0 of the candidate's runs are then, under δ0, jointly normal with
+// covariance σ²·I + v·J (J all ones): a fully specified law. Its likelihood ratio
+// against the same law with a mean θ ~ N(0, τ²σ²) added to every run (τ = SeqTau),
+//
+//	M_n = ((σ² + n·v)/(σ² + n·w))^½ · exp(S²/(2σ²) · (w/(σ² + n·w) − v/(σ² + n·v)))
+//
+// with w = v + τ²σ² and S = Σy_i, is a nonnegative martingale of mean 1 under δ0, so by
+// Ville's inequality δ0 leaves {M_n < 1/α} at some look with probability at most α.
+// With v = 0 it is KnownSDSequence; unlike ConfidenceSequence it excludes values from
+// the first run on, since the variance is not estimated from the runs.
 func RepeatsSequence(base Side, candLogs []float64, sp Spread, pol Policy) (point, lo, hi float64, dec Decision, ok bool) {
 	pol, _, errs := pol.effective()
 	if len(errs) > 0 || !sp.Known() || len(candLogs) == 0 || base.Runs == 0 {
@@ -261,11 +267,29 @@ func RepeatsSequence(base Side, candLogs []float64, sp Spread, pol Policy) (poin
 		m += x
 	}
 	m /= float64(len(candLogs))
-	a := (1 - pol.Confidence) / 2
 	between := max(sp.RunSD*sp.RunSD-sp.WithinSD*sp.WithinSD, 0)
-	sh := Shared{Var: between/float64(base.Runs) + base.Within, DF: float64(sp.DF)}
-	h := KnownSDSequence(len(candLogs), sp.RunSD, 1-a) + sh.quantile(a)*math.Sqrt(sh.Var)
+	v := between/float64(base.Runs) + base.Within
+	h := SharedSequenceHalfWidth(len(candLogs), sp.RunSD, v, pol.Confidence)
 	d := m - base.LogMean
 	point, lo, hi = math.Exp(d), math.Exp(d-h), math.Exp(d+h)
 	return point, lo, hi, Decide(pol.Direction, pol.Tolerance, lo, hi), true
+}
+
+// SharedSequenceHalfWidth is the half-width of RepeatsSequence's sequence after n runs
+// of known standard deviation sd whose deviations share a part of variance v, at level
+// conf: the δ0 with M_n = 1/α. With sd 0 the runs carry only the shared part, drawn
+// once, and its fixed normal interval holds at every look.
+func SharedSequenceHalfWidth(n int, sd, v, conf float64) float64 {
+	if n < 1 {
+		return math.Inf(1)
+	}
+	alpha := 1 - conf
+	s2, nf := sd*sd, float64(n)
+	if s2 == 0 {
+		return normalQuantile(1-alpha/2) * math.Sqrt(v)
+	}
+	w := v + SeqTau*SeqTau*s2
+	gain := w/(s2+nf*w) - v/(s2+nf*v)
+	bound := 2 * s2 * (math.Log(1/alpha) + 0.5*math.Log((s2+nf*w)/(s2+nf*v))) / gain
+	return math.Sqrt(bound) / nf
 }

@@ -261,3 +261,37 @@ func TestKnownSDSequenceHoldsAtEveryLook(t *testing.T) {
 		t.Errorf("the sequence does not narrow with observations")
 	}
 }
+
+// TestSharedSequence: without a shared part the sequence is KnownSDSequence; with one,
+// over 4000 seeded sequences of 6 runs whose deviations share one draw (variance a
+// tenth of a run's, a baseline of 10 runs), the true ratio leaves it at some look in at
+// most 5%; it is wider than without the shared part.
+func TestSharedSequence(t *testing.T) {
+	for n := 1; n <= 8; n++ {
+		if a, b := SharedSequenceHalfWidth(n, 0.1, 0, 0.95), KnownSDSequence(n, 0.1, 0.95); math.Abs(a-b) > 1e-12*b {
+			t.Errorf("n %d: %v without a shared part, KnownSDSequence %v", n, a, b)
+		}
+		if !(SharedSequenceHalfWidth(n, 0.1, 0.001, 0.95) > KnownSDSequence(n, 0.1, 0.95)) {
+			t.Errorf("n %d: not wider with a shared part", n)
+		}
+	}
+	const trials, n, sd, v = 4000, 6, 0.1, 0.001
+	miss := 0
+	for i := range trials {
+		r := rand.New(rand.NewPCG(uint64(i), 17))
+		eb := math.Sqrt(v) * r.NormFloat64()
+		var s float64
+		out := false
+		for k := 1; k <= n; k++ {
+			s += sd*r.NormFloat64() - eb
+			out = out || math.Abs(s/float64(k)) > SharedSequenceHalfWidth(k, sd, v, 0.95)
+		}
+		if out {
+			miss++
+		}
+	}
+	t.Logf("the ratio left the sequence in %d of %d", miss, trials)
+	if miss*100 > 5*trials {
+		t.Errorf("the ratio left the sequence in %d of %d, want ≤ 5%%", miss, trials)
+	}
+}
