@@ -653,8 +653,8 @@ scenario_calibrate() {
 }
 
 # llama.cpp's llama-server (built by scripts/llamacpp.sh, which scripts/llamacpp-test.sh
-# runs first in .ci/run) serving stories260K: run, baseline update, and a gate of a
-# second run against it. Skipped, loudly, when the server is not built: building it takes
+# runs first in .ci/run) serving stories260K: run, baseline update, a gate of a second
+# run against it, and two sequential A/B jobs in restart mode (llamacpp_ab). Skipped, loudly, when the server is not built: building it takes
 # longer than this suite's budget.
 scenario_llamacpp() {
 	cd "$d" || exit 1
@@ -682,6 +682,67 @@ scenario_llamacpp() {
 	if expect 0 gate "$SLOGATE" gate -c slogate.yaml -w $w -r cand --json cand/gate.json; then
 		jqc "llamacpp: the gate passes an unchanged server" cand/gate.json '.verdict == "pass" or .verdict == "improved" or .verdict == "warn"'
 	fi
+	llamacpp_ab
+}
+
+# llamacpp_ab: slogate ab in restart mode (target.start starts llama-server afresh for
+# every block) and sequential (--min-blocks 4 --max-blocks 16): -t 1 against itself
+# passes; -t 1 against -t 2 shows the difference, a failure or a rule whose interval
+# lies wholly on one side of 1 (by more than rounding), in either direction, since
+# which way -t 2 goes depends on what else the 2 cores run (docs/noise.md). Each job
+# says how many blocks it ran and why it stopped. Blocks of 40 requests (4 s).
+llamacpp_ab() {
+	local port
+	port=$(free_port)
+	local t
+	for t in 1 2; do
+		sed "s/^    requests: 150 .*/    requests: 40/" "$REPO_ROOT/testdata/llamacpp/noise.yaml" |
+			awk -v url="http://127.0.0.1:$port" -v bin="$LLAMACPP_BIN" -v model="$LLAMACPP_MODEL" -v t="$t" -v port="$port" '
+			{ print }
+			/^target:$/ {
+				print "  url: " url
+				print "  start:"
+				printf "    command: [\"%s\", -m, \"%s\", --host, 127.0.0.1, --port, \"%s\", -t, \"%s\", -c, \"2048\", -np, \"4\", --metrics, --slots, --alias, stories260k]\n", bin, model, port, t
+				print "    ready_timeout: 60s"
+			}' >ab-t$t.yaml
+	done
+	local c rc cand
+	for c in self t2; do
+		rc=0 cand=ab-t1.yaml
+		[[ $c == self ]] || cand=ab-t2.yaml
+		"$SLOGATE" ab -c "$cand" --baseline-config ab-t1.yaml --min-blocks 4 --max-blocks 16 -o "ab-$c" >"ab-$c.log" 2>&1 || rc=$?
+		if [[ ! -s ab-$c/gate.json ]]; then
+			tail -n 25 ab-$c.log | sed 's/^/        | /'
+			fail "llamacpp ab $c: exit $rc, no gate.json"
+			continue
+		fi
+		printf '  ..    llamacpp ab %s: exit %s, %s\n' "$c" "$rc" "$(jq -r '.workloads[0] | "\(.blocks_run) of \(.max_blocks) blocks (\(.stopped.why)); " + ([.metrics[] | select(.ratio != null) | "\(.metric) \(.ratio * 1000 | round / 1000) [\(.lo * 1000 | round / 1000), \(.hi * 1000 | round / 1000)] \(.verdict)"] | join(", "))' ab-$c/gate.json)"
+		jqc "llamacpp ab $c: sequential, at most 16 blocks, says how many ran and why" ab-$c/gate.json \
+			'.workloads[0] | .max_blocks == 16 and .blocks_run >= 4 and .blocks_run <= 16 and .stopped.at_block == .blocks_run and (.stopped.why | length > 0)'
+		if [[ $c == self ]]; then
+			if [[ $rc == 0 ]]; then
+				pass "llamacpp ab: -t 1 against itself passes (exit 0, $(jq -r .verdict ab-$c/gate.json))"
+			else
+				fail "llamacpp ab: -t 1 against itself: exit $rc, verdict $(jq -r .verdict ab-$c/gate.json)"
+			fi
+		elif [[ $rc == 1 ]] || jq -e '[.workloads[].metrics[] | select(.lo != null and .hi != null) | select(.lo > 1.001 or .hi < 0.999)] | length > 0' ab-$c/gate.json >/dev/null; then
+			pass "llamacpp ab: -t 1 against -t 2 shows the difference (exit $rc, $(jq -r .verdict ab-$c/gate.json))"
+		else
+			fail "llamacpp ab: -t 1 against -t 2 shows no difference (exit $rc, $(jq -r .verdict ab-$c/gate.json))"
+		fi
+	done
+}
+
+# free_port prints a loopback TCP port nothing listens on.
+free_port() {
+	local p
+	for ((p = 20000 + RANDOM % 20000; p < 65000; p++)); do
+		(: >/dev/tcp/127.0.0.1/$p) 2>/dev/null || {
+			echo "$p"
+			return 0
+		}
+	done
+	need "no free port"
 }
 
 # ---------------------------------------------------------------------------------------
@@ -709,7 +770,7 @@ SLOGATE=$bin/slogate
 # seconds), so lanes cut the wall time without loading the machine. Each scenario's output
 # is printed whole when it ends.
 jobs=${SLOGATE_E2E_JOBS:-3}
-longest_first=(sweep_declared_slo demo sweep_capacity baseline_gate ab shards_merge ci_pull_request llamacpp calibrate fork_pull_request cold_under_kv_pressure import_export)
+longest_first=(llamacpp sweep_declared_slo demo sweep_capacity baseline_gate ab shards_merge ci_pull_request calibrate fork_pull_request cold_under_kv_pressure import_export)
 ordered=()
 for s in "${longest_first[@]}"; do
 	[[ " ${scenarios[*]} " == *" $s "* ]] && ordered+=("$s")
