@@ -686,51 +686,70 @@ scenario_llamacpp() {
 }
 
 # llamacpp_ab: slogate ab in restart mode (target.start starts llama-server afresh for
-# every block) and sequential (--min-blocks 4): -t 1 against itself passes (at most 16
-# blocks); -t 1 against -t 2 shows the difference (at most 32 blocks: at 16, one job in
-# four showed none), a failure or a rule whose interval lies wholly on one side of 1 (by
-# more than rounding), in either direction, since which way -t 2 goes depends on what
-# else the 2 cores run (docs/noise.md). Each job says how many blocks it ran and why it
-# stopped. Blocks of 40 requests (4 s).
+# every block) and sequential (--min-blocks 4 --max-blocks 16), blocks of 40 requests
+# (4 s). Checked: -t 1 against itself passes; one slot (-np 1) against four fails on
+# TTFT p95 (its requests queue) and stops before the maximum, decided. Reported, not
+# checked: -t 1 against -t 2, which on 2 shared cores came out faster, slower or the
+# same from one job to the next (docs/noise.md: 5 of 6 jobs alone showed a difference,
+# the one run beside the other scenarios none). Each job says how many blocks it ran and
+# why it stopped.
 llamacpp_ab() {
 	local port
 	port=$(free_port)
-	local t
-	for t in 1 2; do
+	local t np
+	for t in t1 t2 np1; do
+		np=4
+		[[ $t == np1 ]] && np=1
 		sed "s/^    requests: 150 .*/    requests: 40/" "$REPO_ROOT/testdata/llamacpp/noise.yaml" |
-			awk -v url="http://127.0.0.1:$port" -v bin="$LLAMACPP_BIN" -v model="$LLAMACPP_MODEL" -v t="$t" -v port="$port" '
+			awk -v url="http://127.0.0.1:$port" -v bin="$LLAMACPP_BIN" -v model="$LLAMACPP_MODEL" -v t="${t#t}" -v np="$np" -v port="$port" '
 			{ print }
 			/^target:$/ {
+				if (t == "np1") t = 1
 				print "  url: " url
 				print "  start:"
-				printf "    command: [\"%s\", -m, \"%s\", --host, 127.0.0.1, --port, \"%s\", -t, \"%s\", -c, \"2048\", -np, \"4\", --metrics, --slots, --alias, stories260k]\n", bin, model, port, t
+				printf "    command: [\"%s\", -m, \"%s\", --host, 127.0.0.1, --port, \"%s\", -t, \"%s\", -c, \"2048\", -np, \"%s\", --metrics, --slots, --alias, stories260k]\n", bin, model, port, t, np
 				print "    ready_timeout: 60s"
-			}' >ab-t$t.yaml
+			}' >ab-$t.yaml
 	done
-	local c rc cand most
-	for c in self t2; do
-		rc=0 cand=ab-t1.yaml most=16
-		[[ $c == self ]] || cand=ab-t2.yaml most=32
-		"$SLOGATE" ab -c "$cand" --baseline-config ab-t1.yaml --min-blocks 4 --max-blocks "$most" -o "ab-$c" >"ab-$c.log" 2>&1 || rc=$?
+	local c rc
+	for c in self np1 t2; do
+		rc=0
+		local cand=ab-$c.yaml
+		[[ $c == self ]] && cand=ab-t1.yaml
+		"$SLOGATE" ab -c "$cand" --baseline-config ab-t1.yaml --min-blocks 4 --max-blocks 16 -o "ab-$c" >"ab-$c.log" 2>&1 || rc=$?
 		if [[ ! -s ab-$c/gate.json ]]; then
-			tail -n 25 ab-$c.log | sed 's/^/        | /'
+			tail -n 25 "ab-$c.log" | sed 's/^/        | /'
 			fail "llamacpp ab $c: exit $rc, no gate.json"
 			continue
 		fi
-		printf '  ..    llamacpp ab %s: exit %s, %s\n' "$c" "$rc" "$(jq -r '.workloads[0] | "\(.blocks_run) of \(.max_blocks) blocks (\(.stopped.why)); " + ([.metrics[] | select(.ratio != null) | "\(.metric) \(.ratio * 1000 | round / 1000) [\(.lo * 1000 | round / 1000), \(.hi * 1000 | round / 1000)] \(.verdict)"] | join(", "))' ab-$c/gate.json)"
-		jqc "llamacpp ab $c: sequential, at most $most blocks, says how many ran and why" ab-$c/gate.json \
-			'.workloads[0] | .max_blocks == $most and .blocks_run >= 4 and .blocks_run <= $most and .stopped.at_block == .blocks_run and (.stopped.why | length > 0)' --argjson most "$most"
-		if [[ $c == self ]]; then
+		printf '  ..    llamacpp ab %s: exit %s, %s\n' "$c" "$rc" "$(jq -r '.workloads[0] | "\(.blocks_run) of \(.max_blocks) blocks (\(.stopped.why)); " + ([.metrics[] | select(.ratio != null) | "\(.metric) \(.ratio * 1000 | round / 1000) [\(.lo * 1000 | round / 1000), \(.hi * 1000 | round / 1000)] \(.verdict)"] | join(", "))' "ab-$c/gate.json")"
+		jqc "llamacpp ab $c: sequential, at most 16 blocks, says how many ran and why" "ab-$c/gate.json" \
+			'.workloads[0] | .max_blocks == 16 and .blocks_run >= 4 and .blocks_run <= 16 and .stopped.at_block == .blocks_run and (.stopped.why | length > 0)'
+		case $c in
+		self)
 			if [[ $rc == 0 ]]; then
 				pass "llamacpp ab: -t 1 against itself passes (exit 0, $(jq -r .verdict ab-$c/gate.json))"
 			else
 				fail "llamacpp ab: -t 1 against itself: exit $rc, verdict $(jq -r .verdict ab-$c/gate.json)"
 			fi
-		elif [[ $rc == 1 ]] || jq -e '[.workloads[].metrics[] | select(.lo != null and .hi != null) | select(.lo > 1.001 or .hi < 0.999)] | length > 0' ab-$c/gate.json >/dev/null; then
-			pass "llamacpp ab: -t 1 against -t 2 shows the difference (exit $rc, $(jq -r .verdict ab-$c/gate.json))"
-		else
-			fail "llamacpp ab: -t 1 against -t 2 shows no difference (exit $rc, $(jq -r .verdict ab-$c/gate.json))"
-		fi
+			;;
+		np1)
+			if [[ $rc == 1 ]]; then
+				pass "llamacpp ab: one slot against four fails (exit 1)"
+			else
+				fail "llamacpp ab: one slot against four: exit $rc, want 1"
+			fi
+			jqc "llamacpp ab: one slot fails on ttft_p95, decided before the maximum" "ab-$c/gate.json" \
+				'.workloads[0] | .stopped.reason == "decided" and .blocks_run < 16 and (.metrics[] | select(.metric == "ttft_p95") | .verdict == "fail")'
+			;;
+		t2)
+			if [[ $rc == 1 ]] || jq -e '[.workloads[].metrics[] | select(.lo != null and .hi != null) | select(.lo > 1.001 or .hi < 0.999)] | length > 0' "ab-$c/gate.json" >/dev/null; then
+				printf '  ..    llamacpp ab: -t 1 against -t 2 showed a difference (exit %s, %s); reported, not checked\n' "$rc" "$(jq -r .verdict "ab-$c/gate.json")"
+			else
+				printf '  ..    llamacpp ab: -t 1 against -t 2 showed no difference (exit %s, %s); reported, not checked\n' "$rc" "$(jq -r .verdict "ab-$c/gate.json")"
+			fi
+			;;
+		esac
 	done
 }
 
