@@ -17,20 +17,20 @@ import (
 // runs with --min-repeats 2: its trials stop as soon as ITL p99 is decided fail, before
 // the sixth; the last trial's record says how many ran and why; the gate accepts the
 // fewer records, judges the rule by the sequence its stop looked at, fails, and says in
-// gate.json and the comment how many ran. An unchanged engine with --min-repeats 6 runs
-// every repeat and its gate accepts them.
+// gate.json how many ran. An unchanged engine of repeats 3 with --min-repeats 3 runs
+// every repeat, its last trial says so, and its gate accepts them.
 func TestRunRepeatsStopWhenDecided(t *testing.T) {
-	withRepeats := func(cfg string) string {
-		return strings.Replace(cfg, "    seed: 3\n", "    seed: 3\n    repeats: 6\n", 1)
+	withRepeats := func(cfg string, n int) string {
+		return strings.Replace(cfg, "    seed: 3\n", "    seed: 3\n    repeats: "+itoa(n)+"\n", 1)
 	}
-	base := writeConfig(t, withRepeats(startedSimConfig(t, "--slowdown 5 --noise-speed-sd 0.05")))
+	base := writeConfig(t, withRepeats(startedSimConfig(t, "--slowdown 5 --noise-speed-sd 0.05"), 6))
 	baselines := filepath.Join(filepath.Dir(base), "baselines")
 	a, out, errb := testApp(t)
 	if code := a.run(context.Background(), []string{"calibrate", "-c", base, "--runs", "4", "-o", t.TempDir()}); code != ExitOK {
 		t.Fatalf("calibrate: exit %d\n%s\n%s", code, out, errb)
 	}
 
-	cand := writeConfig(t, withRepeats(startedSimConfig(t, "--slowdown 20")))
+	cand := writeConfig(t, withRepeats(startedSimConfig(t, "--slowdown 20"), 6))
 	dir := t.TempDir()
 	a, out, errb = testApp(t)
 	if code := a.run(context.Background(), []string{"run", "-c", cand, "--min-repeats", "2", "--baselines", baselines, "-o", dir}); code != ExitOK {
@@ -81,15 +81,16 @@ func TestRunRepeatsStopWhenDecided(t *testing.T) {
 		t.Errorf("gate.json does not say how many ran: %q", w.Warnings)
 	}
 
-	// The same engine as the baseline, every repeat looked at: ran in full, accepted.
-	same := writeConfig(t, withRepeats(startedSimConfig(t, "--slowdown 5 --noise-speed-sd 0.05")))
+	// The same engine as the baseline with repeats 3 (repeats are outside the workload
+	// hash), looked at from the third: ran in full, accepted.
+	same := writeConfig(t, withRepeats(startedSimConfig(t, "--slowdown 5 --noise-speed-sd 0.05"), 3))
 	dir2 := t.TempDir()
 	a, out, errb = testApp(t)
-	if code := a.run(context.Background(), []string{"run", "-c", same, "--min-repeats", "6", "--baselines", baselines, "-o", dir2}); code != ExitOK {
+	if code := a.run(context.Background(), []string{"run", "-c", same, "--min-repeats", "3", "--baselines", baselines, "-o", dir2}); code != ExitOK {
 		t.Fatalf("run: exit %d\n%s\n%s", code, out, errb)
 	}
-	rec, err := result.Read(filepath.Join(dir2, "small.t6.json"))
-	if err != nil || rec.RepeatStop == nil || rec.RepeatStop.Reason != result.RepeatsMax || rec.RepeatStop.Run != 6 {
+	rec, err := result.Read(filepath.Join(dir2, "small.t3.json"))
+	if err != nil || rec.RepeatStop == nil || rec.RepeatStop.Reason != result.RepeatsMax || rec.RepeatStop.Run != 3 || rec.RepeatStop.Repeats != 3 {
 		t.Fatalf("trial 6: %v, repeat_stop %+v: want every repeat run", err, rec)
 	}
 	a, out, errb = testApp(t)
