@@ -17,8 +17,9 @@
 # the SLO as declared), cold_under_kv_pressure (a fresh engine's first cold run is judged
 # though it preempts), shards_merge, import_export, ab, calibrate, llamacpp (skipped,
 # loudly, when llama-server is not built: scripts/llamacpp-test.sh builds it first in
-# .ci/run). On a 2-core machine the whole suite took 221 s in three lanes (641 s one at
-# a time; llama.cpp included).
+# .ci/run). On a 2-core machine the whole suite took 286 s in three lanes, the llamacpp
+# scenario (with its three A/B jobs) 236 s of it; 221 s before those jobs (641 s one at
+# a time).
 #
 # Needs Go, bash, jq (Debian's package, installed if absent), coreutils and git.
 # Environment: SLOGATE_E2E_BIN (a slogate binary to test instead of building this
