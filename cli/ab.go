@@ -14,7 +14,7 @@ import (
 	"github.com/slogate/slogate/workload"
 )
 
-const abUsage = `slogate ab -c FILE --baseline-target URL --candidate-target URL [--baseline-config FILE] [--blocks N] [--min-blocks N] [-w NAME] [-o DIR]
+const abUsage = `slogate ab -c FILE --baseline-target URL --candidate-target URL [--baseline-config FILE] [--blocks N] [--min-blocks N] [--baselines DIR] [-w NAME] [-o DIR]
 
 Measures two engines in one job on this machine, in alternating blocks (ABBA ABBA ...;
 A the baseline, B the candidate), each block one run of the workload with its own
@@ -28,7 +28,12 @@ the idle one is put aside instead (vLLM's sleep mode, SGLang's memory release, o
 resident), checked before any block (docs/swap.md). With --min-blocks below --blocks
 the job is sequential: from that block on it looks after every block at each rule's
 confidence sequence (valid however often it is looked at) and stops as soon as a rule
-is decided fail or every rule is decided; only a close call runs all --blocks. Writes
+is decided fail or every rule is decided; only a close call runs all --blocks. An
+engine started once for the job (any target.swap but restart, or one someone else runs)
+keeps its start's offset through all its blocks, which the blocks cannot see: the
+intervals then add the spread between engine starts of the baseline's calibration in
+--baselines (default: gate.baselines relative to FILE), or warn that none measured it.
+Writes
 each block's record
 (DIR/<workload>.ab<K>.<side>.json), gate.json, comment.md and report.html as gate and ci
 do (docs/noise.md).
@@ -41,6 +46,7 @@ type abParams struct {
 	names                  stringList
 	blocks, minBlocks      int
 	outDir                 string
+	baselines              string
 }
 
 func (a *app) cmdAB(ctx context.Context, args []string) int {
@@ -56,6 +62,7 @@ func (a *app) cmdAB(ctx context.Context, args []string) int {
 	fs.IntVar(&p.minBlocks, "min-blocks", 0, "the fewest blocks after which the job may stop, its answer known: even, at least 4 (default: --blocks, every block runs)")
 	fs.Var(&p.names, "w", "workload `name` (repeatable or comma-separated; default: all)")
 	fs.StringVar(&p.outDir, "o", "slogate-out", "output `dir`ectory")
+	fs.StringVar(&p.baselines, "baselines", "", "baselines `dir`ectory whose calibrations give the spread between engine starts (default: gate.baselines, relative to the config file)")
 	if code, ok := a.parse(fs, args); !ok {
 		return code
 	}
@@ -112,6 +119,7 @@ func (a *app) abJob(ctx context.Context, p abParams) (*gate.Result, []*result.Re
 	}
 	layout := gate.Layout(p.blocks)
 	stop := gate.ABStop{MinBlocks: p.minBlocks, MaxBlocks: p.blocks}
+	cals := baselineStore(p.cand, p.baselines).CalibrationOf
 	r := a.runner()
 	sides := []measure.ABSide{{Name: result.SideBaseline, File: p.base, Override: p.baseTarget}, {Name: result.SideCandidate, File: p.cand, Override: p.candTarget}}
 	sw, err := r.NewSwapper(ctx, sides, a.launchSide(r, p.outDir))
@@ -179,7 +187,7 @@ func (a *app) abJob(ctx context.Context, p abParams) (*gate.Result, []*result.Re
 			if code != ExitOK {
 				return nil, nil, code
 			}
-			st, err := gate.LookAB(p.cand, stop, mine)
+			st, err := gate.LookAB(p.cand, stop, mine, cals)
 			if err != nil {
 				return nil, nil, a.gateError(err)
 			}
@@ -189,7 +197,7 @@ func (a *app) abJob(ctx context.Context, p abParams) (*gate.Result, []*result.Re
 			}
 		}
 	}
-	res, err := gate.EvaluateAB(p.cand, all)
+	res, err := gate.EvaluateAB(p.cand, all, cals)
 	if err != nil {
 		return nil, nil, a.gateError(err)
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -228,4 +229,99 @@ func TestABSwapStartsEachEngineOnce(t *testing.T) {
 	if logs, _ := filepath.Glob(filepath.Join(dir, "engine.ab*.log")); len(logs) != 0 {
 		t.Errorf("blocks started engines: %v", logs)
 	}
+}
+
+// TestABSwapAddsTheSpreadBetweenStarts: engines kept up through a job (sleep mode) keep
+// the offset of their one start in every block, which the blocks cannot see. With a
+// baseline calibrated over engine starts (here four starts of an engine whose speed
+// varies by start), the sequential job's intervals add that spread once per side: each
+// gated rule's noise says so (starts_sd, √2 times the calibration's between-start
+// part) and its interval is at least that wide; the job says which calibration it used.
+// Without a calibration the job warns that the spread is unknown and what to run.
+func TestABSwapAddsTheSpreadBetweenStarts(t *testing.T) {
+	calCfg := writeConfig(t, startedSimConfig(t, "--noise-speed-sd 0.3"))
+	a, out, errb := testApp(t)
+	if code := a.run(context.Background(), []string{"calibrate", "-c", calCfg, "--runs", "4", "-o", t.TempDir()}); code != ExitOK {
+		t.Fatalf("calibrate: exit %d\n%s\n%s", code, out, errb)
+	}
+	baselines := filepath.Join(filepath.Dir(calCfg), "baselines")
+	sw := sim.Swap{SleepMode: true, DevMode: true, SleepTime: 10 * time.Millisecond, WakeTime: 20 * time.Millisecond}
+
+	abJob := func(t *testing.T, baselines string, args ...string) gate.WorkloadResult {
+		t.Helper()
+		ra, rb := startSwapSim(t, sw), startSwapSim(t, sw)
+		base, cand := swapConfig(t, ra.URL, "{mode: sleep}"), swapConfig(t, rb.URL, "{mode: sleep}")
+		dir := t.TempDir()
+		a, out, errb := testApp(t)
+		code := a.run(context.Background(), append([]string{"ab", "-c", cand, "--baseline-config", base, "--baselines", baselines, "-o", dir}, args...))
+		raw, err := os.ReadFile(filepath.Join(dir, "gate.json"))
+		if err != nil || (code != ExitOK && code != ExitGateFailed) {
+			t.Fatalf("exit %d, gate.json: %v\n%s\n%s", code, err, out, errb)
+		}
+		var res gate.Result
+		if err := json.Unmarshal(raw, &res); err != nil {
+			t.Fatal(err)
+		}
+		return res.Workloads[0]
+	}
+
+	t.Run("calibrated", func(t *testing.T) {
+		w := abJob(t, baselines, "--blocks", "12", "--min-blocks", "4")
+		b, _, err := gate.DirStore(baselines).Lookup("small", w.Hardware)
+		if err != nil || b == nil || b.Noise == nil {
+			t.Fatalf("the calibrated baseline on %s: %v %v", w.Hardware, b, err)
+		}
+		if !slicesContains(w.Warnings, "the intervals add the spread between engine starts of the baseline's calibration") {
+			t.Errorf("the job does not say it added the spread between starts: %q", w.Warnings)
+		}
+		checked := 0
+		for _, m := range w.Metrics {
+			ms := b.Noise.Lookup(m.Metric)
+			if ms == nil || ms.Components == nil || ms.Components.StartsSD == nil || *ms.Components.StartsSD == 0 || m.Method != gate.MethodBlocks {
+				continue
+			}
+			want := math.Sqrt2 * *ms.Components.StartsSD
+			if m.Noise == nil || math.Abs(m.Noise.StartsSD-want) > 1e-5 || m.Noise.BetweenSD < m.Noise.StartsSD {
+				t.Errorf("%s: noise %+v, want starts_sd %.6f (√2 × the calibration's %.6f) within between_sd", m.Metric, m.Noise, want, *ms.Components.StartsSD)
+				continue
+			}
+			// The sequential interval is at least the start part's own at 95% (six pairs:
+			// the pairs' sequence at 97.5% excludes something from five on).
+			if m.Ratio == nil || m.Hi == nil || *m.Hi / *m.Ratio < math.Exp(1.96*want)*(1-1e-6) {
+				t.Errorf("%s: ratio %v interval up to %v: narrower than the spread between starts (±%.1f%%) allows", m.Metric, m.Ratio, m.Hi, 100*(math.Exp(1.96*want)-1))
+			}
+			checked++
+		}
+		if checked == 0 {
+			t.Fatalf("no gated rule had a spread between starts to add: calibration %+v, metrics %+v", b.Noise.Metrics, w.Metrics)
+		}
+	})
+
+	t.Run("uncalibrated", func(t *testing.T) {
+		w := abJob(t, t.TempDir(), "--blocks", "4")
+		if !slicesContains(w.Warnings, "no calibration of the baseline was found") || !slicesContains(w.Warnings, "slogate calibrate --restart-every K") {
+			t.Errorf("the job does not warn that the spread between starts is unknown: %q", w.Warnings)
+		}
+		for _, m := range w.Metrics {
+			if m.Method != gate.MethodBlocks {
+				continue
+			}
+			if m.Noise != nil && m.Noise.StartsSD != 0 {
+				t.Errorf("%s: starts_sd %v without a calibration", m.Metric, m.Noise.StartsSD)
+			}
+			if !slicesContains(m.Warnings, "the spread between engine starts is unknown") {
+				t.Errorf("%s: no warning that the interval leaves out the starts: %q", m.Metric, m.Warnings)
+			}
+		}
+	})
+}
+
+// slicesContains says whether any of xs contains sub.
+func slicesContains(xs []string, sub string) bool {
+	for _, x := range xs {
+		if strings.Contains(x, sub) {
+			return true
+		}
+	}
+	return false
 }

@@ -114,7 +114,7 @@ func (a *app) cmdCI(ctx context.Context, args []string) int {
 }
 
 func (c *ci) run(ctx context.Context) ([]*result.Record, int) {
-	p := runParams{config: c.f.Path, target: c.in.Target, outDir: c.outDir, shard: c.in.Shard}
+	p := runParams{config: c.f.Path, target: c.in.Target, outDir: c.outDir, shard: c.in.Shard, minRepeats: c.in.MinRepeats}
 	if c.in.StartAt != "" {
 		t, err := parseStartAt(c.in.StartAt)
 		if err != nil {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -105,6 +106,11 @@ func (a *app) cmdPlan(_ context.Context, args []string) int {
 			pr := plan.Rule{Metric: r.Metric, Tolerance: r.Tolerance, RunSD: defaultRunSD, Source: fmt.Sprintf("assumed: no calibration; %g is vLLM's ITL p99 over three runs", defaultRunSD)}
 			if m := cal.Lookup(r.Metric); m != nil {
 				pr.RunSD, pr.CalRuns, pr.Source = m.RunSD, m.DF+1, fmt.Sprintf("calibration of %d runs, %s", m.DF+1, calPath)
+				if c := m.Components; c != nil && c.StartsSD != nil {
+					pr.StartsSD, pr.StartsDF = *c.StartsSD, cmp.Or(c.StartsDF, c.DF)
+				} else {
+					p.Warnings = append(p.Warnings, fmt.Sprintf("%s: the calibration did not measure the spread between engine starts: A/B with swaps is costed as if its engines' one start each added nothing, and its job will warn (calibrate with --restart-every K)", r.Metric))
+				}
 			} else {
 				p.Warnings = append(p.Warnings, fmt.Sprintf("%s has no measured run-to-run spread: measure it with slogate calibrate", r.Metric))
 			}

@@ -10,16 +10,23 @@ import (
 	"time"
 
 	"github.com/slogate/slogate/engine"
+	"github.com/slogate/slogate/gate"
 	"github.com/slogate/slogate/measure"
 	"github.com/slogate/slogate/report"
 	"github.com/slogate/slogate/result"
 	"github.com/slogate/slogate/workload"
 )
 
-const runUsage = `slogate run -c FILE [-w NAME] [--target URL] [-o DIR]
+const runUsage = `slogate run -c FILE [-w NAME] [--target URL] [--min-repeats N [--baselines DIR]] [-o DIR]
 
 Runs the workloads of FILE against the engine and writes DIR/<workload>.json for each
 (DIR/<workload>.t<N>.json per trial when repeats > 1), then prints a summary table.
+With --min-repeats N, a workload of repeats above N stops its trials as soon as the
+answer is known: from trial N on, after each trial, every gated rule whose spread the
+committed baseline's calibration (in --baselines, default gate.baselines relative to
+FILE) measured is looked at by a confidence sequence valid at every look, and the trials
+stop when one rule is decided fail or every one is decided; the last trial's record says
+how many ran and why (repeat_stop), and the gate judges by the same sequence.
 Exit codes: 0 ok, 2 bad input, 3 engine unreachable or failed, run interrupted, or the
 load generator saturated (the record is still written).`
 
@@ -37,9 +44,15 @@ func (a *app) cmdRun(ctx context.Context, args []string) int {
 	fs.BoolVar(&p.shardFromEnv, "shard-from-env", false, "take the shard from $JOB_COMPLETION_INDEX (0-based, a Kubernetes Indexed Job) of $SLOGATE_SHARDS")
 	fs.Var(startAtFlag{&p.startAt}, "start-at", "anchor the schedule to a wall-clock `time` every shard shares (RFC 3339, or @UNIX seconds)")
 	fs.DurationVar(&p.maxStartLate, "max-start-late", 0, "how late after --start-at a shard may open its window before the gate refuses it (default 100ms)")
+	fs.IntVar(&p.minRepeats, "min-repeats", 0, "the fewest trials after which a workload's repeats may stop, its answer known against the committed baseline (default 0: every repeat runs)")
+	fs.StringVar(&p.baselines, "baselines", "", "baselines `dir`ectory that --min-repeats judges against (default: gate.baselines, relative to the config file)")
 	a.quietFlag(fs)
 	if code, ok := a.parse(fs, args); !ok {
 		return code
+	}
+	if p.minRepeats < 0 {
+		a.errorf("run: --min-repeats %d: want 0 (every repeat runs) or the fewest trials after which the repeats may stop, 1 or more", p.minRepeats)
+		return ExitBadInput
 	}
 	f, code := a.loadConfig(p.config)
 	if f == nil {
@@ -59,6 +72,10 @@ type runParams struct {
 	names        stringList
 	target       string
 	outDir       string
+	// minRepeats > 0 makes repeats sequential (LookRepeats against the baselines in
+	// baselines, "" for gate.baselines).
+	minRepeats int
+	baselines  string
 }
 
 // loadConfig loads and validates a workload file, printing every error on failure.
@@ -162,6 +179,7 @@ func (a *app) runWorkloads(ctx context.Context, f *workload.File, p runParams) (
 	code := ExitOK
 	for _, w := range selected {
 		repeats := max(w.Repeats, 1)
+		var mine []*result.Record // this workload's trials so far
 		for trial := 1; trial <= repeats; trial++ {
 			path := recordPath(p.outDir, w.Name, trial, repeats)
 			rec := r.Run(ctx, f, w, t, measure.Trial{N: trial, Of: repeats, ShardI: shardI, ShardN: shardN, StartAt: p.startAt, MaxStartLate: p.maxStartLate,
@@ -211,6 +229,25 @@ func (a *app) runWorkloads(ctx context.Context, f *workload.File, p runParams) (
 			}
 			if ctx.Err() != nil {
 				return recs, ExitFailure
+			}
+			mine = append(mine, rec)
+			if p.minRepeats > 0 && repeats > 1 {
+				st, err := gate.LookRepeats(f, baselineStore(f, p.baselines), p.minRepeats, mine)
+				if err != nil {
+					return recs, a.gateError(err)
+				}
+				if st != nil {
+					// The last trial says how the repeats ended: written again with it.
+					rec.RepeatStop = st
+					if err := result.Write(path, rec); err != nil {
+						a.errorf("writing %s: %v", path, err)
+						return recs, ExitFailure
+					}
+					if st.Reason == result.RepeatsDecided {
+						fmt.Fprintf(a.stderr, "slogate: %s: stopping after trial %d of at most %d: %s\n", w.Name, trial, repeats, st.Why)
+						break
+					}
+				}
 			}
 		}
 	}

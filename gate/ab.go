@@ -45,7 +45,10 @@ func joinRuns(rs []*run) *run {
 // A sequential job (seq) is judged by the pairs' confidence sequence instead, the
 // interval its stopping rule looked at, which holds however often it was looked at;
 // CompareBlocks still says what the noise is made of.
-func evalBlocks(rule workload.Rule, def metricDef, blocks []abBlock, basePol stats.Policy, seq bool) MetricResult {
+//
+// sp is what the engines' starts put into the ratio that the blocks cannot see (engines
+// kept through their blocks): its spread joins the interval, fixed or sequential.
+func evalBlocks(rule workload.Rule, def metricDef, blocks []abBlock, basePol stats.Policy, seq bool, sp startPart) MetricResult {
 	m := MetricResult{Metric: rule.Metric, Unit: def.unit, Tolerance: rule.Tolerance, Max: rule.Max, Min: rule.Min, Method: MethodBlocks}
 	dir := ruleDirection(rule, def)
 	m.Direction = dir.String()
@@ -68,16 +71,22 @@ func evalBlocks(rule workload.Rule, def metricDef, blocks []abBlock, basePol sta
 	pol.Direction, pol.Tolerance = dir, rule.Tolerance
 	var verdicts []Verdict
 	if rule.Direction != "" || rule.Tolerance > 0 || (rule.Max == nil && rule.Min == nil) {
-		r, nz := stats.CompareBlocks(sb, pb, pc, pol)
+		r, nz := stats.CompareBlocksShared(sb, pb, pc, pol, sp.shared())
 		m.Baseline, m.Candidate = scaled(r.Baseline, def.scale), scaled(r.Candidate, def.scale)
 		m.setRatio(r.Verdict, r.Point, r.Lo, r.Hi)
 		m.Resolution = r.Resolution
 		if r.Verdict != Incomparable {
 			m.Noise = noiseResult(nz, r)
+			if sh := sp.shared(); sh.Var > 0 {
+				m.Noise.StartsSD = math.Round(math.Sqrt(sh.Var)*1e6) / 1e6
+			}
 		}
 		m.Warnings = append(m.Warnings, r.Warnings...)
+		if sp.kept > 0 && !sp.known {
+			m.Warnings = append(m.Warnings, "the spread between engine starts is unknown (no calibration of the baseline measured it): the interval leaves out the offset of the engines' one start each")
+		}
 		if seq && r.Verdict != Incomparable {
-			r.Verdict = sequentialVerdict(&m, sb, pol, r.Verdict)
+			r.Verdict = sequentialVerdict(&m, sb, pol, r.Verdict, sp.shared())
 		}
 		verdicts = append(verdicts, r.Verdict)
 	} else {
@@ -97,8 +106,8 @@ func evalBlocks(rule workload.Rule, def metricDef, blocks []abBlock, basePol sta
 // pairs and judges it by the usual rule (fail when it lies wholly beyond the tolerance,
 // warn when only its point does); the fixed interval's verdict when the blocks give no
 // pairs.
-func sequentialVerdict(m *MetricResult, sb []stats.Block, pol stats.Policy, fixed Verdict) Verdict {
-	p, lo, hi, dec, ok := stats.SequentialBlocks(sb, pol)
+func sequentialVerdict(m *MetricResult, sb []stats.Block, pol stats.Policy, fixed Verdict, sh stats.Shared) Verdict {
+	p, lo, hi, dec, ok := stats.SequentialBlocksShared(sb, pol, sh)
 	if !ok {
 		m.Warnings = append(m.Warnings, "no pairs of blocks with positive values: judged by the blocks' fixed interval")
 		return fixed
@@ -143,8 +152,11 @@ func Layout(n int) string {
 // by CompareBlocks (the blocks' spread, a drift over the job taken out, never below the
 // pooled requests' sampling noise), KV-limited concurrency by the tolerance alone, an
 // absolute limit on the candidate's pooled requests. There is no baseline file: the
-// baseline is the job's own A blocks.
-func EvaluateAB(cfg *workload.File, blocks []*result.Record) (*Result, error) {
+// baseline is the job's own A blocks. cals gives the calibration stored with a
+// workload's baseline (nil: none): a side whose engine served all its blocks from one
+// start adds the calibration's spread between engine starts to the intervals
+// (abstarts.go).
+func EvaluateAB(cfg *workload.File, blocks []*result.Record, cals CalibrationOf) (*Result, error) {
 	if cfg == nil {
 		return nil, errors.New("gate: no config")
 	}
@@ -172,7 +184,7 @@ func EvaluateAB(cfg *workload.File, blocks []*result.Record) (*Result, error) {
 		return nil, inputErrorf("no A/B blocks to judge")
 	}
 	for _, name := range names {
-		wr, err := judgeAB(cfg, name, byWorkload[name], rules, defs)
+		wr, err := judgeAB(cfg, name, byWorkload[name], rules, defs, cals)
 		if err != nil {
 			return nil, err
 		}
@@ -182,7 +194,7 @@ func EvaluateAB(cfg *workload.File, blocks []*result.Record) (*Result, error) {
 	return res, nil
 }
 
-func judgeAB(cfg *workload.File, name string, recs []*result.Record, rules []workload.Rule, defs []metricDef) (*WorkloadResult, error) {
+func judgeAB(cfg *workload.File, name string, recs []*result.Record, rules []workload.Rule, defs []metricDef, cals CalibrationOf) (*WorkloadResult, error) {
 	slices.SortStableFunc(recs, func(a, b *result.Record) int { return a.AB.Block - b.AB.Block })
 	first := recs[0]
 	wr := &WorkloadResult{Name: name, Hardware: HardwareOf(first), WorkloadHash: first.WorkloadHash, BaselinePath: "A/B: the baseline engine's blocks of this job", Metrics: []MetricResult{}}
@@ -244,6 +256,10 @@ func judgeAB(cfg *workload.File, name string, recs []*result.Record, rules []wor
 	}
 	g := cfg.Gate
 	pol := stats.Policy{Resamples: g.Resamples, Confidence: g.Confidence, Seed: uint64(g.Seed)}
+	parts, note := jobStartParts(rules, defs, recs, cals)
+	if note != "" {
+		wr.Warnings = append(wr.Warnings, note)
+	}
 	for i, rule := range rules {
 		def := defs[i]
 		var m MetricResult
@@ -277,13 +293,13 @@ func judgeAB(cfg *workload.File, name string, recs []*result.Record, rules []wor
 				m.Method, m.Verdict, m.Warnings = MethodBlocks, v, []string{why}
 				break
 			}
-			m = evalBlocks(rule, def, ab, pol, stop.Sequential())
+			m = evalBlocks(rule, def, ab, pol, stop.Sequential(), parts[i])
 		}
 		wr.Metrics = append(wr.Metrics, m)
 		verdicts = append(verdicts, m.Verdict)
 	}
 	if stop.Sequential() {
-		wr.Stopped = stoppedOf(rules, defs, ab, stop, g.Confidence)
+		wr.Stopped = stoppedOf(rules, defs, ab, stop, g.Confidence, parts)
 	}
 	wr.Verdict = Worst(verdicts...)
 	return wr, nil

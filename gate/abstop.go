@@ -52,7 +52,11 @@ func stopOf(r *result.Record) ABStop {
 // LookAB is the stopping rule's look after a block of one workload's A/B job: recs are
 // the job's blocks so far (of that workload, in order). It returns nil to go on, or
 // when and why to stop. A job that is not sequential stops at its maximum only.
-func LookAB(cfg *workload.File, stop ABStop, recs []*result.Record) (*Stopped, error) {
+//
+// cals gives the baseline's calibration (nil: none), whose spread between engine starts
+// joins the sequences of a job whose engines were kept through their blocks, as
+// EvaluateAB's.
+func LookAB(cfg *workload.File, stop ABStop, recs []*result.Record, cals CalibrationOf) (*Stopped, error) {
 	n := len(recs)
 	if n >= stop.MaxBlocks {
 		return &Stopped{Reason: StopMaxBlocks, AtBlock: n, Why: "no decision before the maximum"}, nil
@@ -74,15 +78,17 @@ func LookAB(cfg *workload.File, stop ABStop, recs []*result.Record) (*Stopped, e
 		}
 		ab[i] = abBlock{r: runOf(r), candidate: r.AB.Side == result.SideCandidate}
 	}
-	if stop, why := lookBlocks(rules, defs, ab, cfg.Gate.Confidence); stop {
+	parts, _ := jobStartParts(rules, defs, recs, cals)
+	if stop, why := lookBlocks(rules, defs, ab, cfg.Gate.Confidence, parts); stop {
 		return &Stopped{Reason: StopDecided, AtBlock: n, Why: why}, nil
 	}
 	return nil, nil
 }
 
 // lookBlocks is one look at every gated rule's confidence sequence over the blocks so
-// far: stop when a rule is decided fail or every rule is decided, and why.
-func lookBlocks(rules []workload.Rule, defs []metricDef, ab []abBlock, confidence float64) (bool, string) {
+// far: stop when a rule is decided fail or every rule is decided, and why. parts are the
+// rules' start parts (nil: none).
+func lookBlocks(rules []workload.Rule, defs []metricDef, ab []abBlock, confidence float64, parts []startPart) (bool, string) {
 	var decided, failed []string
 	open := 0
 	for i, rule := range rules {
@@ -92,7 +98,11 @@ func lookBlocks(rules []workload.Rule, defs []metricDef, ab []abBlock, confidenc
 			// checked on the candidate's blocks run, whenever the job stops.
 			continue
 		}
-		dec := sequentialDecision(rule, def, ab, confidence)
+		var sp startPart
+		if parts != nil {
+			sp = parts[i]
+		}
+		dec := sequentialDecision(rule, def, ab, confidence, sp)
 		switch dec {
 		case stats.DecidedFail:
 			failed = append(failed, rule.Metric)
@@ -128,8 +138,8 @@ func isRelative(rule workload.Rule) bool {
 	return rule.Direction != "" || rule.Tolerance > 0 || (rule.Max == nil && rule.Min == nil)
 }
 
-func sequentialDecision(rule workload.Rule, def metricDef, ab []abBlock, confidence float64) stats.Decision {
-	_, _, _, dec, ok := stats.SequentialBlocks(blocksOf(def, ab), seqPolicy(rule, def, confidence))
+func sequentialDecision(rule workload.Rule, def metricDef, ab []abBlock, confidence float64, sp startPart) stats.Decision {
+	_, _, _, dec, ok := stats.SequentialBlocksShared(blocksOf(def, ab), seqPolicy(rule, def, confidence), sp.shared())
 	if !ok {
 		return stats.Undecided
 	}
@@ -150,12 +160,12 @@ func blocksOf(def metricDef, ab []abBlock) []stats.Block {
 
 // stoppedOf replays the stopping rule over a sequential job's blocks: where it stopped
 // and why. A job cut short of both (an engine that failed) says so.
-func stoppedOf(rules []workload.Rule, defs []metricDef, ab []abBlock, stop ABStop, confidence float64) *Stopped {
+func stoppedOf(rules []workload.Rule, defs []metricDef, ab []abBlock, stop ABStop, confidence float64, parts []startPart) *Stopped {
 	for k := stop.MinBlocks; k <= len(ab); k++ {
 		if k%2 != 0 || k >= stop.MaxBlocks {
 			continue
 		}
-		if ok, why := lookBlocks(rules, defs, ab[:k], confidence); ok {
+		if ok, why := lookBlocks(rules, defs, ab[:k], confidence, parts); ok {
 			return &Stopped{Reason: StopDecided, AtBlock: k, Why: why}
 		}
 	}

@@ -38,6 +38,9 @@ type Components struct {
 	DaysSD *float64 `json:"between_days_sd,omitempty"`
 	// DF are the degrees of freedom of the highest level measured.
 	DF int `json:"df"`
+	// StartsDF are the degrees of freedom of StartsSD (absent in calibrations older
+	// than it, whose DF stands in for it).
+	StartsDF int `json:"between_starts_df,omitempty"`
 	// Lacks names each source the runs did not sample.
 	Lacks []string `json:"lacks,omitempty"`
 }
@@ -79,7 +82,7 @@ func componentsOf(vals []float64, within float64, info []CalRun) *Components {
 	nStart := harmonic(perStart)
 	if startDF > 0 {
 		v := max(startVar-lower/nStart, 0)
-		c.StartsSD, c.DF = sqrtp(v), startDF
+		c.StartsSD, c.DF, c.StartsDF = sqrtp(v), startDF, startDF
 		lower += v
 	} else if len(byStart) > 1 && len(byDay) > 1 {
 		c.Lacks = append(c.Lacks, LacksStarts+" on one day")

@@ -153,7 +153,11 @@ type WorkloadResult struct {
 	BlocksRun int      `json:"blocks_run,omitempty"`
 	MaxBlocks int      `json:"max_blocks,omitempty"`
 	Stopped   *Stopped `json:"stopped,omitempty"`
-	Warnings  []string `json:"warnings,omitempty"`
+	// Repeats says how a candidate's sequential repeats ended (run --min-repeats): how
+	// many ran of at most how many, and why they stopped; nil when every repeat ran
+	// without looking.
+	Repeats  *result.RepeatStop `json:"repeats,omitempty"`
+	Warnings []string           `json:"warnings,omitempty"`
 }
 
 // TrialCounts are the number of trials on each side.
@@ -476,6 +480,15 @@ func judgeWorkload(cfg *workload.File, w *workload.Workload, hw string, recs []*
 		wg.Go(func() { ms[i], judged[i] = evalRule(rules[i], defs[i], base, cand, cal, cfg.Gate) })
 	}
 	wg.Wait()
+	if st := repeatStopOf(recs); st != nil {
+		wr.Repeats = st
+		wr.Warnings = append(wr.Warnings, repeatsNote(st))
+		for i := range ms {
+			if judged[i] && cal != nil {
+				judgeRepeatsSequence(&ms[i], rules[i], defs[i], base, cand, cal, cfg.Gate)
+			}
+		}
+	}
 	refuseSweep(wr, ms, judged)
 	if base != nil && slices.ContainsFunc(ms, func(m MetricResult) bool { return m.Noise != nil && m.Noise.Source == "" }) {
 		wr.Warnings = append(wr.Warnings, "the between-run spread is unknown (one baseline trial, one candidate run, no calibration): intervals hold only the sampling noise of the requests, and a run that moved as a whole can fail; calibrate the baseline with `slogate calibrate` or use repeats")

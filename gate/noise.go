@@ -227,6 +227,10 @@ type NoiseResult struct {
 	// Detectable is the smallest change that this comparison fails 95% of the time at
 	// the rule's tolerance.
 	Detectable float64 `json:"detectable_change"`
+	// StartsSD is the part of an A/B job's interval that its engines' one start each
+	// adds (their offsets, which the blocks cannot see), from the baseline's
+	// calibration; 0 when every block had its own engine start.
+	StartsSD float64 `json:"starts_sd,omitempty"`
 }
 
 func noiseResult(nz stats.Noise, res stats.Result) *NoiseResult {

@@ -2,12 +2,16 @@ package gate
 
 import (
 	"fmt"
+	"math"
 	"runtime/debug"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/slogate/slogate/gate/gatetest"
+	"github.com/slogate/slogate/gate/stats"
+	"github.com/slogate/slogate/workload"
 )
 
 // These tests measure the sequential A/B job (abstop.go) over many seeded trials of
@@ -52,13 +56,64 @@ type seqTrial struct {
 	stopped  string
 }
 
+// seqCals is how many calibrations the swapped jobs' trials take their spread between
+// engine starts from (trial i the calibration i mod seqCals): each of the recommended
+// 10 runs, every run its own engine start, as `slogate calibrate` makes one.
+const seqCals = 20
+
+var seqCalibrations struct {
+	sync.Once
+	cals []*Calibration
+}
+
+// startCalibrations calibrates the seqCals baselines once.
+func startCalibrations(t *testing.T) []*Calibration {
+	seqCalibrations.Do(func() {
+		cfg := &workload.File{Gate: workload.GateConfig{Rules: recommended.rules, Resamples: testResamples}}
+		cals := make([]*Calibration, seqCals)
+		inParallel(seqCals, func(w int) {
+			runs := make([]*run, recommended.calibrationRuns)
+			info := make([]CalRun, len(runs))
+			for i := range runs {
+				runs[i] = noiseRun(uint64(3_000_000+w*1000+i), recommended.requests, gatetest.Spec{})
+				info[i] = CalRun{Start: i, Day: "2026-01-01"}
+			}
+			c, err := calibrateRuns(cfg, runs, info, time.Time{})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			cals[w] = c
+		})
+		seqCalibrations.cals = cals
+	})
+	if t.Failed() {
+		t.FailNow()
+	}
+	return seqCalibrations.cals
+}
+
 // seqJobs runs trials sequential A/B jobs of at most maxBlocks blocks (looking after
-// every block from minBlocks on); cand says whether the candidate engine is slower.
+// every block from minBlocks on); cand says whether the candidate engine is slower. A
+// swapped job's intervals add the spread between engine starts of its calibration, as
+// `slogate ab` adds that of the baseline's (abstarts.go).
 func seqJobs(t *testing.T, trials, minBlocks, maxBlocks int, rc recipe, slow float64) []seqTrial {
 	defs := defsOf(t)
 	layout := Layout(maxBlocks)
 	out := make([]seqTrial, trials)
+	var cals []*Calibration
+	if rc == swaps {
+		cals = startCalibrations(t)
+	}
+	metrics := make([]string, len(recommended.rules))
+	for j, r := range recommended.rules {
+		metrics[j] = r.Metric
+	}
 	inParallel(trials, func(i int) {
+		var parts []startPart
+		if rc == swaps {
+			parts = startParts(metrics, []string{"baseline", "candidate"}, cals[i%len(cals)])
+		}
 		var blocks []abBlock
 		for b := range maxBlocks {
 			candidate := layout[b] == 'B'
@@ -79,14 +134,18 @@ func seqJobs(t *testing.T, trials, minBlocks, maxBlocks int, rc recipe, slow flo
 			if n < minBlocks || n%2 != 0 || n == maxBlocks {
 				continue
 			}
-			if stop, _ := lookBlocks(recommended.rules, defs, blocks, 0.95); stop {
+			if stop, _ := lookBlocks(recommended.rules, defs, blocks, 0.95, parts); stop {
 				break
 			}
 		}
-		st := stoppedOf(recommended.rules, defs, blocks, ABStop{MinBlocks: minBlocks, MaxBlocks: maxBlocks}, 0.95)
+		st := stoppedOf(recommended.rules, defs, blocks, ABStop{MinBlocks: minBlocks, MaxBlocks: maxBlocks}, 0.95, parts)
 		vs := make([]Verdict, len(defs))
 		for j, d := range defs {
-			vs[j] = evalBlocks(recommended.rules[j], d, blocks, policyOf(recommended.rules[j]), true).Verdict
+			var sp startPart
+			if parts != nil {
+				sp = parts[j]
+			}
+			vs[j] = evalBlocks(recommended.rules[j], d, blocks, policyOf(recommended.rules[j]), true, sp).Verdict
 		}
 		out[i] = seqTrial{blocks: len(blocks), verdicts: vs, stopped: st.Why}
 	})
@@ -134,14 +193,19 @@ func (s seqSummary) String() string {
 const seqMax = 32
 
 // TestNoiseSequential is the sequential job over many trials: 200 A/A jobs that look
-// after every block (from the fourth) fail at most 1% of the time; 200 jobs with a
-// candidate 20% slower in ITL fail it in at least 95%, and stop before the fixed job's
-// 16 blocks in most; with the start and wake costs above, the log reports the median
-// GPU time of each recipe against the fixed recipe's 16 starts (docs/noise.md).
+// after every block (from the fourth) fail at most 1% of the time, for either recipe;
+// with restarts, 200 jobs with a candidate 20% slower in ITL fail it in at least 95%,
+// and stop before the fixed job's 16 blocks in most; with the start and wake costs
+// above, the log reports the median GPU time of each recipe against the fixed recipe's
+// 16 starts (docs/noise.md).
 //
-// Swaps are measured as well but not held to the false-fail bound: the model draws
-// an engine's noise per start, so the two engines of a swapped job keep the offset
-// their starts drew through every block, which the blocks cannot see (docs/noise.md).
+// Swapped engines keep the offset of their one start each through every block, which
+// the blocks cannot see; their intervals add the calibration's spread between engine
+// starts (abstarts.go), without which 3 of these 200 A/A jobs failed. That spread, not
+// the number of blocks, then bounds what a swapped job can tell: it catches the 20%
+// regression in about half of the jobs, short of the 95% that restarts reach at 16 and
+// more engine starts (docs/noise.md says why no rule over one start per engine can).
+// The floor below guards the swapped job's use, not that target.
 func TestNoiseSequential(t *testing.T) {
 	if raceDetector {
 		t.Skip("800 sequential jobs: run without -race (.ci/run does)")
@@ -159,11 +223,14 @@ func TestNoiseSequential(t *testing.T) {
 		t.Logf("%s, ITL ×1.2: %v", rc, slow)
 		t.Logf("%s: median GPU minutes A/A %.1f, regression %.1f; the fixed recipe of %d starts %.1f",
 			rc, aa.medianGPU.Minutes(), slow.medianGPU.Minutes(), recommended.blocks, fixed.Minutes())
-		if rc != restarts {
-			continue
-		}
 		if aa.fail*100 > aa.n {
 			t.Errorf("%s A/A: %d of %d jobs failed, want ≤ 1%%", rc, aa.fail, aa.n)
+		}
+		if rc == swaps {
+			if slow.itlFail*100 < 40*slow.n {
+				t.Errorf("%s: a 20%% ITL p99 regression failed %d of %d jobs, want ≥ 40%%", rc, slow.itlFail, slow.n)
+			}
+			continue
 		}
 		if slow.itlFail*100 < 95*slow.n {
 			t.Errorf("%s: a 20%% ITL p99 regression failed %d of %d jobs, want ≥ 95%%", rc, slow.itlFail, slow.n)
@@ -173,3 +240,65 @@ func TestNoiseSequential(t *testing.T) {
 		}
 	}
 }
+
+// TestNoiseSwapBudget measures what a swapped job that fits a quarter of the fixed
+// recipe's GPU time can know at all. 12 blocks (2 starts of 90 s and 12 blocks of a 3 s
+// wake and 15 s: 6.6 minutes, the most ABBA blocks under 7.0) of the same 200 A/A jobs
+// as above give each job's mean ITL p99 pair log-ratio; its spread over the jobs is the
+// two engines' start offsets plus the pairs' own noise. The best any rule could do,
+// knowing that spread exactly, fails a job whose mean exceeds the A/A mean by z(0.99)
+// spreads (1% false fails) and so catches a 20% regression (the same spread, shifted by
+// ln 1.2) with probability Φ((ln 1.2 − z(0.99)·sd)/sd). docs/noise.md reports it: it
+// is below the 95% target, so no stopping rule or interval over one start per engine
+// meets it under this noise; the test fails if that stops being so.
+func TestNoiseSwapBudget(t *testing.T) {
+	if raceDetector || testing.Short() {
+		t.Skip("200 jobs of 12 blocks: run without -race (.ci/run does)")
+	}
+	const blocks = 12
+	if g := swaps.gpuTime(blocks); g*4 > restarts.gpuTime(recommended.blocks) {
+		t.Fatalf("%d swapped blocks take %.1f GPU minutes, over a quarter of the fixed recipe", blocks, g.Minutes())
+	}
+	defs := defsOf(t)
+	layout := Layout(blocks)
+	means := make([]float64, 200)
+	pairSD := make([]float64, 200)
+	inParallel(len(means), func(i int) {
+		var ab []abBlock
+		for b := range blocks {
+			candidate := layout[b] == 'B'
+			s := gatetest.Spec{Requests: recommended.blockRequests, OutputTokens: recommended.outputTokens, Noise: gpuNoise, SkipSummary: true,
+				NoiseSeed: int64(7_000_000 + i*100 + 90), Offset: time.Duration(b) * (blockSpan + wakeCost)}
+			if candidate {
+				s.NoiseSeed++
+			}
+			ab = append(ab, abBlock{r: runOf(gatetest.Record(uint64(8_000_000+i*100+b), s)), candidate: candidate})
+		}
+		d, _ := stats.PairLogRatios(blocksOf(defs[1], ab))
+		means[i], pairSD[i] = meanSD(d)
+	})
+	m, sd := meanSD(means)
+	own, _ := meanSD(pairSD)
+	ownOfMean := own / math.Sqrt(blocks/2)
+	offset := math.Sqrt(max(sd*sd-ownOfMean*ownOfMean, 0))
+	z := stats.NormalQuantile(0.99)
+	best := normalCDF((math.Log(1.2) - z*sd) / sd)
+	t.Logf("ITL p99, %d swapped blocks: mean pair log-ratio over 200 A/A jobs %.4f, sd %.4f (the pairs' own %.4f, the engines' start offsets %.4f); the best rule at 1%% false fails catches a 20%% regression with probability %.3f",
+		blocks, m, sd, ownOfMean, offset, best)
+	if best >= 0.95 {
+		t.Errorf("a known-spread rule would catch %.3f ≥ 95%% of 20%% regressions within the budget: docs/noise.md says no rule can; revisit it", best)
+	}
+}
+
+func meanSD(xs []float64) (m, sd float64) {
+	for _, x := range xs {
+		m += x
+	}
+	m /= float64(len(xs))
+	for _, x := range xs {
+		sd += (x - m) * (x - m)
+	}
+	return m, math.Sqrt(sd / float64(len(xs)-1))
+}
+
+func normalCDF(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }

@@ -22,7 +22,7 @@ func TestRuleDefsRefuseBadRules(t *testing.T) {
 		cfg := &workload.File{Path: "slogate.yaml", Gate: workload.GateConfig{Rules: []workload.Rule{c.rule}}}
 		for name, eval := range map[string]func() error{
 			"Evaluate":   func() error { _, err := Evaluate(Input{Config: cfg}); return err },
-			"EvaluateAB": func() error { _, err := EvaluateAB(cfg, nil); return err },
+			"EvaluateAB": func() error { _, err := EvaluateAB(cfg, nil, nil); return err },
 		} {
 			err := eval()
 			var ie *InputError

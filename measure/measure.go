@@ -845,17 +845,31 @@ func CheckTrials(f *workload.File, recs []*result.Record) error {
 			continue
 		}
 		repeats := max(w.Repeats, 1)
+		want := repeats
 		seen := map[int]bool{}
+		var stop *result.RepeatStop
 		for _, r := range rs {
 			seen[max(r.Trial, 1)] = true
+			if r.RepeatStop != nil {
+				stop = r.RepeatStop
+			}
 		}
-		ok := len(rs) == repeats && len(seen) == repeats
-		for t := 1; ok && t <= repeats; t++ {
+		// Sequential repeats that stopped early (run --min-repeats) say how many ran,
+		// on their last trial: that many, numbered 1..Run, are the whole run.
+		if stop != nil && stop.Repeats == repeats && stop.Run >= 1 && stop.Run <= repeats {
+			want = stop.Run
+		}
+		ok := len(rs) == want && len(seen) == want
+		for t := 1; ok && t <= want; t++ {
 			ok = seen[t]
 		}
 		if !ok {
-			errs = append(errs, badInput("workload %q: %d run records with trials %v, but repeats is %d in %s: the gate judges the trials of one run (records of an earlier run left in the directory?)",
-				w.Name, len(rs), trialList(rs), repeats, f.Path))
+			ran := ""
+			if stop != nil {
+				ran = fmt.Sprintf(" (its last trial says %d of %d ran)", stop.Run, stop.Repeats)
+			}
+			errs = append(errs, badInput("workload %q: %d run records with trials %v, but repeats is %d in %s%s: the gate judges the trials of one run (records of an earlier run left in the directory?)",
+				w.Name, len(rs), trialList(rs), repeats, f.Path, ran))
 		}
 	}
 	return errors.Join(errs...)

@@ -46,6 +46,11 @@ type Rule struct {
 	Tolerance float64
 	RunSD     float64
 	CalRuns   int
+	// StartsSD is the calibration's spread between engine starts (sd of the log of one
+	// start's offset) on StartsDF degrees of freedom: what a swapped job's intervals add
+	// once per engine kept through its blocks. 0: not measured.
+	StartsSD float64
+	StartsDF int
 	// Source says where RunSD came from: a calibration's file, or the default.
 	Source string
 }
@@ -92,9 +97,13 @@ type Recipe struct {
 // with se and q the interval's: the committed baseline's se = sd·√(1/calibration runs +
 // 1/repeats) and q the t quantile on calibration runs − 1 degrees of freedom; the fixed
 // A/B job's se = 2·sd/√blocks on blocks − 3; the sequential job's se = √2·sd/√pairs at
-// its maximum, with the sequence's half-width there in place of q·se. Swaps are costed like restarts in noise:
-// a job that keeps its engines does not sample what differs between engine starts, and
-// the plan does not assume that part away.
+// its maximum, with the sequence's half-width there in place of q·se. A swapped job's
+// engines each keep one start's offset, which its blocks cannot see: its interval adds
+// the calibration's spread between starts twice over (gate/abstarts.go), in the fixed
+// job's se (q on the fewer of the two degrees of freedom) and, for the sequential job,
+// as a fixed interval at half the error rate beside the pairs' sequence at the other
+// half; its expected blocks follow from that interval. Without a measured spread
+// between starts it is costed like restarts, which the gate then warns about.
 func Costs(j Job, rules []Rule) []Recipe {
 	conf := j.Confidence
 	if conf == 0 {
@@ -109,7 +118,8 @@ func Costs(j Job, rules []Rule) []Recipe {
 	if !seq {
 		blocks = j.MaxBlocks
 	}
-	var ab []float64
+	var ab, sw []float64
+	swBlocks := blocks
 	for _, r := range rules {
 		lt := math.Log1p(r.Tolerance)
 		// Committed baseline.
@@ -141,14 +151,51 @@ func Costs(j Job, rules []Rule) []Recipe {
 			se := 2 * r.RunSD / math.Sqrt(float64(j.MaxBlocks))
 			ab = append(ab, math.Expm1(lt+(stats.TQuantile((1+conf)/2, df)+z)*se))
 		}
+		// A/B with swaps: the same, plus the two engines' start offsets.
+		if r.StartsSD <= 0 || r.StartsDF <= 0 {
+			sw = append(sw, ab[len(ab)-1])
+			if seq {
+				n := j.MaxBlocks
+				for kb := j.MinBlocks; kb < j.MaxBlocks; kb += 2 {
+					if stats.SequenceHalfWidth(kb/2, sPair, conf) <= lt {
+						n = kb
+						break
+					}
+				}
+				swBlocks = max(swBlocks, n)
+			}
+			continue
+		}
+		v := 2 * r.StartsSD * r.StartsSD
+		a := (1 - conf) / 2
+		k := stats.TQuantile(1-a/2, float64(r.StartsDF)) * math.Sqrt(v)
+		if seq {
+			hw := func(n int) float64 { return stats.SequenceHalfWidth(n, sPair, 1-a) + k }
+			sw = append(sw, math.Expm1(lt+hw(pairs)+z*math.Sqrt(sPair*sPair/float64(pairs)+v)))
+			n := j.MaxBlocks
+			for kb := j.MinBlocks; kb < j.MaxBlocks; kb += 2 {
+				if hw(kb/2) <= lt {
+					n = kb
+					break
+				}
+			}
+			swBlocks = max(swBlocks, n)
+		} else {
+			df := float64(max(min(j.MaxBlocks-3, r.StartsDF), 1))
+			se := math.Sqrt(4*r.RunSD*r.RunSD/float64(j.MaxBlocks) + v)
+			sw = append(sw, math.Expm1(lt+(stats.TQuantile((1+conf)/2, df)+z)*se))
+		}
+	}
+	if !seq {
+		swBlocks = j.MaxBlocks
 	}
 	if len(rules) == 0 {
-		blocks = j.MaxBlocks
+		blocks, swBlocks = j.MaxBlocks, j.MaxBlocks
 	}
 	restarts := Recipe{Mode: ModeABRestarts, Blocks: blocks, MaxBlocks: j.MaxBlocks, Detectable: ab,
 		GPUMinutes: (time.Duration(blocks) * (j.Start + per)).Minutes()}
-	swaps := Recipe{Mode: ModeABSwaps, Blocks: blocks, MaxBlocks: j.MaxBlocks, Detectable: ab,
-		GPUMinutes: (2*j.Start + time.Duration(blocks)*(j.Wake+per)).Minutes()}
+	swaps := Recipe{Mode: ModeABSwaps, Blocks: swBlocks, MaxBlocks: j.MaxBlocks, Detectable: sw,
+		GPUMinutes: (2*j.Start + time.Duration(swBlocks)*(j.Wake+per)).Minutes()}
 	return []Recipe{committed, restarts, swaps}
 }
 

@@ -101,3 +101,26 @@ func TestUsed(t *testing.T) {
 		}
 	}
 }
+
+// TestCostsSwapsAddTheSpreadBetweenStarts: a swapped job's engines keep one start's
+// offset each; with the calibration's spread between starts the swaps recipe detects
+// only larger changes than restarts, fixed or sequential, and a sequential job expects
+// more blocks; without it, swaps are costed like restarts.
+func TestCostsSwapsAddTheSpreadBetweenStarts(t *testing.T) {
+	for _, minBlocks := range []int{32, 4} {
+		j := Job{Run: 15 * time.Second, Start: 90 * time.Second, Wake: 3 * time.Second, Repeats: 3, MinBlocks: minBlocks, MaxBlocks: 32}
+		r := Rule{Metric: "itl_p99", Tolerance: 0.10, RunSD: 0.02, CalRuns: 10}
+		plain := Costs(j, []Rule{r})
+		r.StartsSD, r.StartsDF = 0.03, 9
+		with := Costs(j, []Rule{r})
+		if plain[2].Detectable[0] != plain[1].Detectable[0] {
+			t.Errorf("min %d: without a spread between starts, swaps detect %v, restarts %v: want the same", minBlocks, plain[2].Detectable[0], plain[1].Detectable[0])
+		}
+		if !(with[2].Detectable[0] > with[1].Detectable[0]) {
+			t.Errorf("min %d: with a spread between starts, swaps detect %v, restarts %v: want swaps' larger", minBlocks, with[2].Detectable[0], with[1].Detectable[0])
+		}
+		if minBlocks < 32 && !(with[2].Blocks > with[1].Blocks) {
+			t.Errorf("sequential: swaps expect %d blocks, restarts %d: want more for swaps", with[2].Blocks, with[1].Blocks)
+		}
+	}
+}

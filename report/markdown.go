@@ -165,6 +165,9 @@ func (c Comment) workloadMain(b *strings.Builder, w gate.WorkloadResult) {
 	if s := stoppedText(w); s != "" {
 		fmt.Fprintf(b, "> A/B: %s\n\n", esc(s))
 	}
+	if s := repeatsText(w); s != "" {
+		fmt.Fprintf(b, "> repeats: %s\n\n", esc(s))
+	}
 	c.nextSteps(b, w)
 	if len(w.Metrics) > 0 {
 		b.WriteString("| metric | baseline | candidate | Δ | interval | tolerance | verdict |\n|---|--:|--:|--:|--:|--:|---|\n")
@@ -593,4 +596,17 @@ func stoppedText(w gate.WorkloadResult) string {
 		return fmt.Sprintf("stopped after %d of at most %d blocks: %s", w.Stopped.AtBlock, w.MaxBlocks, w.Stopped.Why)
 	}
 	return fmt.Sprintf("ran %d of at most %d blocks: %s", w.Stopped.AtBlock, w.MaxBlocks, w.Stopped.Why)
+}
+
+// repeatsText is the comment's line on a candidate's sequential repeats: "stopped after 2
+// of at most 6 runs: itl_p99 decided fail".
+func repeatsText(w gate.WorkloadResult) string {
+	st := w.Repeats
+	if st == nil {
+		return ""
+	}
+	if st.Reason == result.RepeatsDecided {
+		return fmt.Sprintf("stopped after %d of at most %d runs: %s", st.Run, st.Repeats, st.Why)
+	}
+	return fmt.Sprintf("ran %d of at most %d runs: %s", st.Run, st.Repeats, st.Why)
 }

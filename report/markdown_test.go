@@ -138,3 +138,14 @@ func TestMarkdownTruncatesDetails(t *testing.T) {
 		t.Errorf("limit 2000: %d chars", len(small))
 	}
 }
+
+// TestMarkdownSaysHowRepeatsStopped: a candidate whose sequential repeats stopped early
+// has a line that says how many ran of at most how many, and why.
+func TestMarkdownSaysHowRepeatsStopped(t *testing.T) {
+	c := commentFixture()
+	c.Gate.Workloads[0].Repeats = &result.RepeatStop{MinRepeats: 2, Repeats: 6, Run: 2, Reason: result.RepeatsDecided, Why: "itl_p99 decided fail"}
+	got := Markdown(c)
+	if want := `> repeats: stopped after 2 of at most 6 runs: itl\_p99 decided fail`; !strings.Contains(got, want) {
+		t.Errorf("the comment does not say %q:\n%s", want, got)
+	}
+}

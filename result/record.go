@@ -29,6 +29,9 @@ type Record struct {
 	Shard        string    `json:"shard,omitempty"` // "i/n" when sharded
 	// AB places the run in an A/B job (slogate ab); nil otherwise.
 	AB *ABBlock `json:"ab,omitempty"`
+	// RepeatStop, on the last trial of a candidate's sequential repeats (run
+	// --min-repeats), says how many ran and why they stopped; nil otherwise.
+	RepeatStop *RepeatStop `json:"repeat_stop,omitempty"`
 	// RunID is unique to this run. The salt that opens every prompt depends on it, so a
 	// cold run finds nothing of an earlier run in the engine's prefix cache; it is kept
 	// out of the workload hash, so reruns stay comparable.

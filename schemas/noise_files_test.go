@@ -73,7 +73,7 @@ func TestProducedNoiseFiles(t *testing.T) {
 		validate(t, schemas, "A/B block record", data)
 		blocks = append(blocks, r)
 	}
-	ab, err := gate.EvaluateAB(f, blocks)
+	ab, err := gate.EvaluateAB(f, blocks, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

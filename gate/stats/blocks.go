@@ -30,6 +30,14 @@ type Block struct {
 // Point is exp(δ); Baseline and Candidate are the pooled values. The verdict follows
 // Compare's rule.
 func CompareBlocks(blocks []Block, base, cand Metric, pol Policy) (Result, Noise) {
+	return CompareBlocksShared(blocks, base, cand, pol, Shared{})
+}
+
+// CompareBlocksShared is CompareBlocks for a job whose blocks share a part sh that their
+// spread cannot see (engines started once for the job): its variance is added to the
+// between-block part, and the degrees of freedom are the Welch–Satterthwaite ones of
+// the sum (the blocks' part on theirs, the shared part on sh.DF).
+func CompareBlocksShared(blocks []Block, base, cand Metric, pol Policy, sh Shared) (Result, Noise) {
 	pol, notes, errs := pol.effective()
 	res := Result{Policy: pol, Warnings: notes}
 	nz := Noise{Source: "blocks"}
@@ -75,11 +83,21 @@ func CompareBlocks(blocks []Block, base, cand Metric, pol Policy) (Result, Noise
 	within := sb*sb + sc*sc
 	nz.Within = math.Sqrt(within)
 	dfTotal := df
+	var between2 float64
 	if se2 > within {
-		nz.Between = math.Sqrt(se2 - within)
+		between2 = se2 - within
 	} else {
 		dfTotal = math.Inf(1)
 	}
+	if sh.Var > 0 {
+		shDF := sh.DF
+		if shDF <= 0 {
+			shDF = math.Inf(1)
+		}
+		dfTotal = satterthwaite(max(se2, within), dfTotal, sh.Var, shDF)
+		between2 += sh.Var
+	}
+	nz.Between = math.Sqrt(between2)
 	return combined(res, d, within, dfTotal, &nz), nz
 }
 
@@ -182,4 +200,21 @@ func invert(a [][]float64) ([][]float64, bool) {
 		out[i] = m[i][n:]
 	}
 	return out, true
+}
+
+// satterthwaite is the Welch–Satterthwaite degrees of freedom of the sum of two
+// variance estimates a (on da degrees of freedom) and b (on db); +Inf degrees of freedom
+// are a known variance.
+func satterthwaite(a, da, b, db float64) float64 {
+	den := 0.0
+	if !math.IsInf(da, 1) {
+		den += a * a / da
+	}
+	if !math.IsInf(db, 1) {
+		den += b * b / db
+	}
+	if den == 0 {
+		return math.Inf(1)
+	}
+	return (a + b) * (a + b) / den
 }

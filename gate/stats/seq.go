@@ -161,6 +161,36 @@ func PairLogRatios(blocks []Block) (d []float64, ok bool) {
 // sequence at pol's confidence, with the decision it allows at pol's tolerance. ok is
 // false when the blocks give no pairs of positive values.
 func SequentialBlocks(blocks []Block, pol Policy) (point, lo, hi float64, dec Decision, ok bool) {
+	return SequentialBlocksShared(blocks, pol, Shared{})
+}
+
+// Shared is a part of an A/B job's log-ratio that every block of the job shares, so that
+// the blocks' spread cannot see it however many there are: the difference between the
+// offsets that two engines, each started once for the whole job and swapped between
+// blocks, drew at their start. Var is its variance (on the log scale), from elsewhere (a
+// calibration's spread between engine starts); DF the degrees of freedom of that
+// estimate (0: taken as known).
+type Shared struct {
+	Var, DF float64
+}
+
+// quantile is the two-sided quantile of the shared part at level 1 − a: Student's t on
+// DF degrees of freedom, the normal one when DF is 0.
+func (s Shared) quantile(a float64) float64 {
+	if s.DF > 0 {
+		return tQuantile(1-a/2, s.DF)
+	}
+	return normalQuantile(1 - a/2)
+}
+
+// SequentialBlocksShared is SequentialBlocks for a job whose pairs share a part sh. The
+// pairs' mean then estimates the ratio plus the shared part, and their sequence covers
+// that sum at every look. The shared part is drawn once, before the first block, so a
+// fixed interval for it holds at every look as well; the interval for the ratio is the
+// sum of the two half-widths, each at half of the error rate (1 − confidence): the
+// chance that either misses is at most their sum (a union bound), however often the
+// job looks. With sh.Var 0 it is SequentialBlocks.
+func SequentialBlocksShared(blocks []Block, pol Policy, sh Shared) (point, lo, hi float64, dec Decision, ok bool) {
 	pol, _, errs := pol.effective()
 	if len(errs) > 0 {
 		return 0, 0, 0, Undecided, false
@@ -169,7 +199,97 @@ func SequentialBlocks(blocks []Block, pol Policy) (point, lo, hi float64, dec De
 	if !ok || len(d) == 0 {
 		return 0, 0, 0, Undecided, false
 	}
-	m, h := ConfidenceSequence(d, pol.Confidence)
+	var m, h float64
+	if sh.Var > 0 {
+		a := (1 - pol.Confidence) / 2
+		m, h = ConfidenceSequence(d, 1-a)
+		h += sh.quantile(a) * math.Sqrt(sh.Var)
+	} else {
+		m, h = ConfidenceSequence(d, pol.Confidence)
+	}
 	point, lo, hi = math.Exp(m), math.Exp(m-h), math.Exp(m+h)
 	return point, lo, hi, Decide(pol.Direction, pol.Tolerance, lo, hi), true
+}
+
+// KnownSDSequence is the half-width of a confidence sequence for the mean of n
+// independent normal observations whose standard deviation sd is known, at level conf:
+// Robbins' normal mixture (the likelihood ratio of a mean shift, mixed over a
+// standardized shift θ ~ N(0, SeqTau²), is the nonnegative martingale
+// (ρ/(n+ρ))^½·exp(S²/(2σ²(n+ρ))) with ρ = SeqTau⁻² and S the sum of the deviations;
+// S. R. Howard, A. Ramdas, J. McAuliffe and J. Sekhon, "Time-uniform, nonparametric,
+// nonasymptotic confidence sequences", Annals of Statistics 49(2), 2021, the normal
+// mixture boundary), so that by Ville's inequality the mean leaves
+//
+//	x̄ ± (σ/n)·√((n + ρ)·(2·ln(1/α) + ln((n + ρ)/ρ)))
+//
+// at some n with probability at most α. Unlike ConfidenceSequence it excludes values
+// from the first observation on: the variance is not estimated from the observations.
+func KnownSDSequence(n int, sd, conf float64) float64 {
+	if n < 1 {
+		return math.Inf(1)
+	}
+	rho := 1 / (SeqTau * SeqTau)
+	nf := float64(n)
+	return sd / nf * math.Sqrt((nf+rho)*(2*math.Log(1/(1-conf))+math.Log((nf+rho)/rho)))
+}
+
+// RepeatsSequence is the confidence sequence of a candidate's repeated runs against a
+// committed baseline whose between-run spread sp a calibration measured: after the
+// runs so far (candLogs, the log value of each), the ratio of the candidate's mean to
+// the baseline's, its sequence at pol's confidence, and the decision it allows at pol's
+// tolerance. ok is false when a value is not finite or the spread is unknown.
+//
+// A run's log value is its system's level plus the run's offset and sampling noise, of
+// standard deviation σ = sp.RunSD (the calibration's spread of whole runs, their
+// sampling noise included), taken as known. The baseline side's mean was fixed before
+// the first candidate run; its error e_b, of variance v = (the between-run part)/runs
+// plus its sampling variance, is shared by every look. For a ratio δ0, the deviations
+// y_i = x_i − m_b − δ0 of the candidate's runs are then, under δ0, jointly normal with
+// covariance σ²·I + v·J (J all ones): a fully specified law. Its likelihood ratio
+// against the same law with a mean θ ~ N(0, τ²σ²) added to every run (τ = SeqTau),
+//
+//	M_n = ((σ² + n·v)/(σ² + n·w))^½ · exp(S²/(2σ²) · (w/(σ² + n·w) − v/(σ² + n·v)))
+//
+// with w = v + τ²σ² and S = Σy_i, is a nonnegative martingale of mean 1 under δ0, so by
+// Ville's inequality δ0 leaves {M_n < 1/α} at some look with probability at most α.
+// With v = 0 it is KnownSDSequence; unlike ConfidenceSequence it excludes values from
+// the first run on, since the variance is not estimated from the runs.
+func RepeatsSequence(base Side, candLogs []float64, sp Spread, pol Policy) (point, lo, hi float64, dec Decision, ok bool) {
+	pol, _, errs := pol.effective()
+	if len(errs) > 0 || !sp.Known() || len(candLogs) == 0 || base.Runs == 0 {
+		return 0, 0, 0, Undecided, false
+	}
+	var m float64
+	for _, x := range candLogs {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return 0, 0, 0, Undecided, false
+		}
+		m += x
+	}
+	m /= float64(len(candLogs))
+	between := max(sp.RunSD*sp.RunSD-sp.WithinSD*sp.WithinSD, 0)
+	v := between/float64(base.Runs) + base.Within
+	h := SharedSequenceHalfWidth(len(candLogs), sp.RunSD, v, pol.Confidence)
+	d := m - base.LogMean
+	point, lo, hi = math.Exp(d), math.Exp(d-h), math.Exp(d+h)
+	return point, lo, hi, Decide(pol.Direction, pol.Tolerance, lo, hi), true
+}
+
+// SharedSequenceHalfWidth is the half-width of RepeatsSequence's sequence after n runs
+// of known standard deviation sd whose deviations share a part of variance v, at level
+// conf: the δ0 with M_n = 1/α. With sd 0 the runs carry only the shared part, drawn
+// once, and its fixed normal interval holds at every look.
+func SharedSequenceHalfWidth(n int, sd, v, conf float64) float64 {
+	if n < 1 {
+		return math.Inf(1)
+	}
+	alpha := 1 - conf
+	s2, nf := sd*sd, float64(n)
+	if s2 == 0 {
+		return normalQuantile(1-alpha/2) * math.Sqrt(v)
+	}
+	w := v + SeqTau*SeqTau*s2
+	gain := w/(s2+nf*w) - v/(s2+nf*v)
+	bound := 2 * s2 * (math.Log(1/alpha) + 0.5*math.Log((s2+nf*w)/(s2+nf*v))) / gain
+	return math.Sqrt(bound) / nf
 }

@@ -126,3 +126,172 @@ func TestPairLogRatiosCancelDrift(t *testing.T) {
 		t.Errorf("a pair of two baseline blocks was accepted")
 	}
 }
+
+// pairBlocks lays the log-ratios ds out as an ABBA job's blocks: each pair a baseline
+// block of value 1 and a candidate block of value exp(d), AB or BA.
+func pairBlocks(ds []float64) []Block {
+	var out []Block
+	for i, d := range ds {
+		a := Block{Metric: scalar(1)}
+		b := Block{Candidate: true, Metric: scalar(math.Exp(d))}
+		if i%2 == 1 {
+			a, b = b, a
+		}
+		out = append(out, a, b)
+	}
+	return out
+}
+
+// TestSequenceWithSharedPartHoldsAtEveryLook: 2000 seeded jobs of 16 pairs whose pairs
+// all carry one shared draw (two engines' start offsets, sd 0.045, against a pair's
+// own spread of 0.07): without the shared part the true ratio leaves the sequence at
+// some look in far more than 5% of the jobs; with it, known or estimated on 9 degrees
+// of freedom, in at most 5%.
+func TestSequenceWithSharedPartHoldsAtEveryLook(t *testing.T) {
+	const trials, n, shared, own = 2000, 16, 0.045, 0.07
+	pol := Policy{Direction: LowerIsBetter, Tolerance: 0.05, Confidence: 0.95, Resamples: 1, AllowFewResamples: true}
+	var plain, known, estimated int
+	for i := range trials {
+		r := rand.New(rand.NewPCG(uint64(i), 11))
+		off := shared * r.NormFloat64()
+		// A calibration's estimate of the shared variance on 9 degrees of freedom.
+		var ss float64
+		for range 9 {
+			z := r.NormFloat64()
+			ss += z * z
+		}
+		est := shared * shared * ss / 9
+		ds := make([]float64, n)
+		var outPlain, outKnown, outEst bool
+		for k := range ds {
+			ds[k] = off + own*r.NormFloat64()
+			if k < 3 {
+				continue
+			}
+			b := pairBlocks(ds[:k+1])
+			miss := func(sh Shared) bool {
+				_, lo, hi, _, ok := SequentialBlocksShared(b, pol, sh)
+				return !ok || lo > 1 || hi < 1
+			}
+			outPlain = outPlain || miss(Shared{})
+			outKnown = outKnown || miss(Shared{Var: shared * shared})
+			outEst = outEst || miss(Shared{Var: est, DF: 9})
+		}
+		for _, x := range []struct {
+			out bool
+			n   *int
+		}{{outPlain, &plain}, {outKnown, &known}, {outEst, &estimated}} {
+			if x.out {
+				*x.n++
+			}
+		}
+	}
+	t.Logf("true ratio left the sequence at some look: %d without the shared part, %d with it known, %d estimated (of %d)", plain, known, estimated, trials)
+	if plain*100 < 15*trials {
+		t.Errorf("without the shared part %d of %d missed: want the test to show the need (≥ 15%%)", plain, trials)
+	}
+	if known*100 > 5*trials || estimated*100 > 5*trials {
+		t.Errorf("with the shared part %d (known) and %d (estimated) of %d missed, want ≤ 5%%", known, estimated, trials)
+	}
+}
+
+// TestCompareBlocksSharedWidens: the fixed job's interval adds the shared variance to
+// the blocks' own, on Welch–Satterthwaite degrees of freedom below the blocks' plus the
+// shared part's.
+func TestCompareBlocksSharedWidens(t *testing.T) {
+	ds := []float64{0.03, -0.02, 0.05, 0.01, 0.00, 0.04, -0.01, 0.02}
+	b := pairBlocks(ds)
+	for i := range b {
+		b[i].At = float64(i)
+	}
+	pol := Policy{Direction: LowerIsBetter, Tolerance: 0.05, Confidence: 0.95, Resamples: 200, AllowFewResamples: true}
+	spread := func(c float64) Metric {
+		xs := make([]float64, 200)
+		for i := range xs {
+			xs[i] = c * (1 + 0.3*math.Sin(float64(i)))
+		}
+		return NewMean(xs)
+	}
+	base, cand := spread(1), spread(math.Exp(0.015))
+	r0, n0 := CompareBlocks(b, base, cand, pol)
+	r1, n1 := CompareBlocksShared(b, base, cand, pol, Shared{Var: 0.04 * 0.04, DF: 9})
+	if r0.Point != r1.Point {
+		t.Errorf("point %v with the shared part, %v without: want the same", r1.Point, r0.Point)
+	}
+	if want := math.Sqrt(n0.Total*n0.Total + 0.04*0.04); math.Abs(n1.Total-want) > 1e-12 {
+		t.Errorf("total sd %v, want %v", n1.Total, want)
+	}
+	if !(r1.Lo < r0.Lo && r1.Hi > r0.Hi) {
+		t.Errorf("interval [%v, %v] with the shared part, [%v, %v] without: want it wider on both ends", r1.Lo, r1.Hi, r0.Lo, r0.Hi)
+	}
+	if n0.DF > 0 && !(n1.DF > 0 && n1.DF < n0.DF+9) {
+		t.Errorf("degrees of freedom %v (blocks alone %v): want Welch–Satterthwaite's, below their sum", n1.DF, n0.DF)
+	}
+}
+
+// scalar is a metric of value v (every request v).
+func scalar(v float64) Metric { return NewMean([]float64{v, v, v, v}) }
+
+// TestKnownSDSequenceHoldsAtEveryLook: over 4000 seeded sequences of 10 normal
+// observations of known sd, the mean leaves the known-variance sequence at some look in
+// at most 5%; and the sequence is finite from the first observation.
+func TestKnownSDSequenceHoldsAtEveryLook(t *testing.T) {
+	const trials, n, sd = 4000, 10, 0.1
+	miss := 0
+	for i := range trials {
+		r := rand.New(rand.NewPCG(uint64(i), 13))
+		var s float64
+		out := false
+		for k := 1; k <= n; k++ {
+			s += sd * r.NormFloat64()
+			out = out || math.Abs(s/float64(k)) > KnownSDSequence(k, sd, 0.95)
+		}
+		if out {
+			miss++
+		}
+	}
+	t.Logf("the mean left the sequence in %d of %d", miss, trials)
+	if miss*100 > 5*trials {
+		t.Errorf("the mean left the sequence in %d of %d, want ≤ 5%%", miss, trials)
+	}
+	if h := KnownSDSequence(1, sd, 0.95); math.IsInf(h, 1) || h <= 0 {
+		t.Errorf("one observation: half-width %v, want finite", h)
+	}
+	if !(KnownSDSequence(3, sd, 0.95) < KnownSDSequence(2, sd, 0.95)) {
+		t.Errorf("the sequence does not narrow with observations")
+	}
+}
+
+// TestSharedSequence: without a shared part the sequence is KnownSDSequence; with one,
+// over 4000 seeded sequences of 6 runs whose deviations share one draw (variance a
+// tenth of a run's, a baseline of 10 runs), the true ratio leaves it at some look in at
+// most 5%; it is wider than without the shared part.
+func TestSharedSequence(t *testing.T) {
+	for n := 1; n <= 8; n++ {
+		if a, b := SharedSequenceHalfWidth(n, 0.1, 0, 0.95), KnownSDSequence(n, 0.1, 0.95); math.Abs(a-b) > 1e-12*b {
+			t.Errorf("n %d: %v without a shared part, KnownSDSequence %v", n, a, b)
+		}
+		if !(SharedSequenceHalfWidth(n, 0.1, 0.001, 0.95) > KnownSDSequence(n, 0.1, 0.95)) {
+			t.Errorf("n %d: not wider with a shared part", n)
+		}
+	}
+	const trials, n, sd, v = 4000, 6, 0.1, 0.001
+	miss := 0
+	for i := range trials {
+		r := rand.New(rand.NewPCG(uint64(i), 17))
+		eb := math.Sqrt(v) * r.NormFloat64()
+		var s float64
+		out := false
+		for k := 1; k <= n; k++ {
+			s += sd*r.NormFloat64() - eb
+			out = out || math.Abs(s/float64(k)) > SharedSequenceHalfWidth(k, sd, v, 0.95)
+		}
+		if out {
+			miss++
+		}
+	}
+	t.Logf("the ratio left the sequence in %d of %d", miss, trials)
+	if miss*100 > 5*trials {
+		t.Errorf("the ratio left the sequence in %d of %d, want ≤ 5%%", miss, trials)
+	}
+}
