@@ -260,6 +260,7 @@ func judgeAB(cfg *workload.File, name string, recs []*result.Record, rules []wor
 	if note != "" {
 		wr.Warnings = append(wr.Warnings, note)
 	}
+	bruns, cruns := sides(ab)
 	for i, rule := range rules {
 		def := defs[i]
 		var m MetricResult
@@ -267,27 +268,11 @@ func judgeAB(cfg *workload.File, name string, recs []*result.Record, rules []wor
 		case kindSweep:
 			continue
 		case kindExact, kindStart:
-			var bruns, cruns []*run
-			for _, b := range ab {
-				if b.candidate {
-					cruns = append(cruns, b.r)
-				} else {
-					bruns = append(bruns, b.r)
-				}
-			}
 			var ok bool
 			if m, ok = evalRule(rule, def, bruns, cruns, nil, g); !ok {
 				continue
 			}
 		default:
-			var bruns, cruns []*run
-			for _, b := range ab {
-				if b.candidate {
-					cruns = append(cruns, b.r)
-				} else {
-					bruns = append(bruns, b.r)
-				}
-			}
 			if v, why, lacking := missingData(def, bruns, cruns); lacking {
 				m, _, _, _ = ruleStart(rule, def)
 				m.Method, m.Verdict, m.Warnings = MethodBlocks, v, []string{why}
@@ -303,6 +288,18 @@ func judgeAB(cfg *workload.File, name string, recs []*result.Record, rules []wor
 	}
 	wr.Verdict = Worst(verdicts...)
 	return wr, nil
+}
+
+// sides are the runs of the baseline's blocks and of the candidate's, in block order.
+func sides(ab []abBlock) (base, cand []*run) {
+	for _, b := range ab {
+		if b.candidate {
+			cand = append(cand, b.r)
+		} else {
+			base = append(base, b.r)
+		}
+	}
+	return base, cand
 }
 
 // abSwapTotal sums the blocks' starts, sleeps and wakes; nil when no block recorded any

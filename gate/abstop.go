@@ -123,15 +123,9 @@ func lookBlocks(rules []workload.Rule, defs []metricDef, ab []abBlock, confidenc
 
 // lacks reports whether a block's run cannot give def (missingData judges the rule).
 func lacks(def metricDef, ab []abBlock) bool {
-	if def.present == nil {
-		return false
-	}
-	for _, b := range ab {
-		if !def.present(b.r) {
-			return true
-		}
-	}
-	return false
+	b, c := sides(ab)
+	_, _, l := missingData(def, b, c)
+	return l
 }
 
 func isRelative(rule workload.Rule) bool {

@@ -58,13 +58,7 @@ declare -A name_of
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
-	local p
-	for p in "${!name_of[@]}"; do
-		kill -TERM "$p" 2>/dev/null
-	done
-	for p in "${!name_of[@]}"; do
-		wait "$p" 2>/dev/null
-	done
+	stop_pids "${!name_of[@]}"
 	if [[ -n ${SLOGATE_E2E_KEEP-} ]]; then
 		log "work directory kept: $work"
 	else
@@ -96,14 +90,19 @@ need() {
 	exit 1
 }
 
-stop_all() {
+# stop_pids PID...: TERM each process, then wait for each.
+stop_pids() {
 	local p
-	for p in "${pids[@]}"; do
+	for p in "$@"; do
 		kill -TERM "$p" 2>/dev/null
 	done
-	for p in "${pids[@]}"; do
+	for p in "$@"; do
 		wait "$p" 2>/dev/null
 	done
+}
+
+stop_all() {
+	stop_pids "${pids[@]}"
 	pids=()
 }
 
@@ -829,9 +828,10 @@ SLOGATE=$bin/slogate
 "$SLOGATE" version >&2
 
 # Scenarios run JOBS at a time (SLOGATE_E2E_JOBS, default 3), longest first: they wait on
-# simulated engines far more than they compute (the whole suite takes about 35 CPU
-# seconds), so lanes cut the wall time without loading the machine. Each scenario's output
-# is printed whole when it ends.
+# engines far more than they compute (on a 2-core machine: 68 CPU seconds in 641 s one at
+# a time; 174 in 284 s in three lanes, most of it llama-server in the llamacpp
+# scenario's A/B jobs), so lanes cut the wall time without loading the machine. Each
+# scenario's output is printed whole when it ends.
 jobs=${SLOGATE_E2E_JOBS:-3}
 longest_first=(llamacpp sweep_declared_slo demo sweep_capacity baseline_gate ab shards_merge ci_pull_request calibrate fork_pull_request cold_under_kv_pressure tasks import_export)
 ordered=()
