@@ -1,14 +1,12 @@
 package cli
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -17,7 +15,6 @@ import (
 	"github.com/slogate/slogate/plan"
 	"github.com/slogate/slogate/report"
 	"github.com/slogate/slogate/result"
-	"github.com/slogate/slogate/workload"
 )
 
 const planUsage = `slogate plan -c FILE [-w NAME] [--baselines B] [--records DIR] [--start-cost D] [--wake-cost D] [--blocks N] [--min-blocks N]
@@ -30,11 +27,6 @@ spread from the calibration stored with its baseline (slogate calibrate), else a
 assumed one, said so. An engine start takes the median of the starts recorded in
 DIR's run records (target.start), else --start-cost (docs/noise.md).
 Exit codes: 0 printed, 2 bad input.`
-
-// defaultRunSD is the run-to-run standard deviation of the log assumed for a rule
-// without a calibration: ITL p99 of vLLM's benchmark_serving.py over three runs
-// (docs/noise.md, the simulator's "gpu" level).
-const defaultRunSD = 0.04
 
 func (a *app) cmdPlan(_ context.Context, args []string) int {
 	fs := a.flagSet("plan", planUsage)
@@ -83,85 +75,32 @@ func (a *app) cmdPlan(_ context.Context, args []string) int {
 	}
 	var recs []*result.Record
 	if *records != "" {
-		if recs, err = readRecordsDir(*records); err != nil {
+		if recs, err = result.ReadDir(*records); err == nil && len(recs) == 0 {
+			err = errors.New("no run records")
+		}
+		if err != nil {
 			a.errorf("plan: --records %s: %v", *records, err)
 			return ExitBadInput
 		}
 	}
 	store := baselineStore(f, *baselines)
 	for i, w := range selected {
-		run, warm, why := runLength(w)
-		if why != "" {
-			a.errorf("plan: %s: workload %q: %s", f.Path, w.Name, why)
+		cal, calPath := calibrationOf(store, w.Name)
+		p, err := plan.ForWorkload(w, plan.Inputs{
+			Job:       plan.Job{Start: *startCost, Wake: *wakeCost, MinBlocks: *minBlocks, MaxBlocks: *blocks, Confidence: f.Gate.Confidence},
+			StartFrom: "--start-cost, not measured",
+			Rules:     rules, Calibration: cal, CalibrationPath: calPath, Records: recs,
+		})
+		if err != nil {
+			a.errorf("plan: %s: workload %q: %v", f.Path, w.Name, err)
 			return ExitBadInput
 		}
-		p := plan.Plan{Workload: w.Name, Job: plan.Job{Run: run, Warmup: warm, Start: *startCost, Wake: *wakeCost,
-			Repeats: max(w.Repeats, 1), MinBlocks: *minBlocks, MaxBlocks: *blocks, Confidence: f.Gate.Confidence},
-			StartFrom: "--start-cost, not measured"}
-		if s, n := measuredStart(recs, w.Name); n > 0 {
-			p.Job.Start, p.StartFrom = s, fmt.Sprintf("median of %d recorded starts", n)
-		}
-		cal, calPath := calibrationOf(store, w.Name)
-		for _, r := range rules {
-			pr := plan.Rule{Metric: r.Metric, Tolerance: r.Tolerance, RunSD: defaultRunSD, Source: fmt.Sprintf("assumed: no calibration; %g is vLLM's ITL p99 over three runs", defaultRunSD)}
-			if m := cal.Lookup(r.Metric); m != nil {
-				pr.RunSD, pr.CalRuns, pr.Source = m.RunSD, m.DF+1, fmt.Sprintf("calibration of %d runs, %s", m.DF+1, calPath)
-				if c := m.Components; c != nil && c.StartsSD != nil {
-					pr.StartsSD, pr.StartsDF = *c.StartsSD, cmp.Or(c.StartsDF, c.DF)
-				} else {
-					p.Warnings = append(p.Warnings, fmt.Sprintf("%s: the calibration did not measure the spread between engine starts: A/B with swaps is costed as if its engines' one start each added nothing, and its job will warn (calibrate with --restart-every K)", r.Metric))
-				}
-			} else {
-				p.Warnings = append(p.Warnings, fmt.Sprintf("%s has no measured run-to-run spread: measure it with slogate calibrate", r.Metric))
-			}
-			p.Rules = append(p.Rules, pr)
-		}
-		p.Recipes = plan.Costs(p.Job, p.Rules)
 		if i > 0 {
 			fmt.Fprintln(a.stdout)
 		}
 		report.PlanTable(a.stdout, p)
 	}
 	return ExitOK
-}
-
-// runLength is how long one run of w lasts and its warm-up, from its duration or its
-// requests at its arrival rate; why says what is missing to tell.
-func runLength(w *workload.Workload) (run, warm time.Duration, why string) {
-	rate := w.Arrival.Rate
-	perReq := func(n int) time.Duration { return time.Duration(float64(n) / rate * float64(time.Second)) }
-	switch {
-	case w.Duration > 0:
-		run = w.Duration
-	case w.Requests > 0 && rate > 0:
-		run = perReq(w.Requests)
-	default:
-		return 0, 0, fmt.Sprintf("arrival %q without a rate and no duration: the length of a run cannot be told before it runs; set duration", w.Arrival.Process)
-	}
-	if w.Warmup.Requests > 0 && rate > 0 {
-		warm = perReq(w.Warmup.Requests)
-	}
-	return run, warm, ""
-}
-
-// measuredStart is the median engine start of the records of a workload (those that
-// started their engine), and how many there were.
-func measuredStart(recs []*result.Record, name string) (time.Duration, int) {
-	var ss []float64
-	for _, r := range recs {
-		if r.Workload == name && r.Warmup != nil && r.Warmup.EngineStartS > 0 {
-			ss = append(ss, r.Warmup.EngineStartS)
-		}
-	}
-	if len(ss) == 0 {
-		return 0, 0
-	}
-	slices.Sort(ss)
-	m := ss[len(ss)/2]
-	if len(ss)%2 == 0 {
-		m = (ss[len(ss)/2-1] + m) / 2
-	}
-	return time.Duration(m * float64(time.Second)), len(ss)
 }
 
 // calibrationOf is the calibration of the first baseline of a workload (any hardware)
@@ -181,26 +120,4 @@ func calibrationOf(store gate.Store, name string) (*gate.Calibration, string) {
 		}
 	}
 	return nil, ""
-}
-
-// readRecordsDir reads every run record in dir (files that are not records are
-// skipped).
-func readRecordsDir(dir string) ([]*result.Record, error) {
-	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
-	if err != nil {
-		return nil, err
-	}
-	if _, err := filepath.Abs(dir); err != nil {
-		return nil, err
-	}
-	var recs []*result.Record
-	for _, p := range paths {
-		if r, err := result.Read(p); err == nil {
-			recs = append(recs, r)
-		}
-	}
-	if len(paths) == 0 {
-		return nil, errors.New("no .json files")
-	}
-	return recs, nil
 }
