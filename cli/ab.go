@@ -119,7 +119,8 @@ func (a *app) abJob(ctx context.Context, p abParams) (*gate.Result, []*result.Re
 	}
 	layout := gate.Layout(p.blocks)
 	stop := gate.ABStop{MinBlocks: p.minBlocks, MaxBlocks: p.blocks}
-	cals := baselineStore(p.cand, p.baselines).CalibrationOf
+	// Looked up once: the job looks after every block.
+	cals := gate.CalibrationOf(baselineStore(p.cand, p.baselines).CalibrationOf).Once()
 	r := a.runner()
 	sides := []measure.ABSide{{Name: result.SideBaseline, File: p.base, Override: p.baseTarget}, {Name: result.SideCandidate, File: p.cand, Override: p.candTarget}}
 	sw, err := r.NewSwapper(ctx, sides, a.launchSide(r, p.outDir))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 
 	"github.com/slogate/slogate/gate/stats"
 	"github.com/slogate/slogate/result"
@@ -114,6 +115,29 @@ func keptNote(kept []string, calPath string, cal *Calibration, unknown []string)
 // CalibrationOf gives the calibration stored with the baseline of a workload on a
 // hardware, and where it was looked for; nil when there is none.
 type CalibrationOf func(workload, hardware string) (*Calibration, string)
+
+// Once is c with each (workload, hardware) looked up once: a sequential job looks after
+// every block, and its baselines do not change while it runs.
+func (c CalibrationOf) Once() CalibrationOf {
+	type key struct{ workload, hardware string }
+	type found struct {
+		cal  *Calibration
+		path string
+	}
+	var mu sync.Mutex
+	seen := map[key]found{}
+	return func(workload, hardware string) (*Calibration, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		k := key{workload, hardware}
+		f, ok := seen[k]
+		if !ok {
+			f.cal, f.path = c(workload, hardware)
+			seen[k] = f
+		}
+		return f.cal, f.path
+	}
+}
 
 // CalibrationOf is the calibration of the baseline stored in s.
 func (s Store) CalibrationOf(workload, hardware string) (*Calibration, string) {

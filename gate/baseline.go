@@ -113,9 +113,8 @@ type run struct {
 	// taskMet says, task by task, whether the task completed within the SLO
 	// (result.Tasks); nil when the workload has no tasks.
 	taskMet []bool
-	// built holds the run's statistics by metric name, built once: a sequential job
-	// looks at the same blocks after every pair.
-	// nil: built every time.
+	// built holds the run's statistics by metric name, built once (a sequential job
+	// looks at the same blocks after every pair); nil: built every time.
 	built *sync.Map
 }
 

@@ -67,9 +67,9 @@ type TaskOutcome struct {
 	Met       bool
 }
 
-// TaskKey is the task a request belongs to under rule ("" for none: a request outside
+// taskKey is the task a request belongs to under rule ("" for none: a request outside
 // any session, or without a task id).
-func TaskKey(q *Request, rule *TaskRule) string {
+func taskKey(q *Request, rule *TaskRule) string {
 	if rule == nil {
 		return ""
 	}
@@ -104,7 +104,7 @@ func Tasks(reqs []Request, met []bool, rule *TaskRule) []TaskOutcome {
 	var keys []string
 	for i := range reqs {
 		q := &reqs[i]
-		k := TaskKey(q, rule)
+		k := taskKey(q, rule)
 		if k == "" {
 			k = "request " + strconv.Itoa(q.I)
 		}
