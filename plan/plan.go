@@ -136,15 +136,12 @@ func Costs(j Job, rules []Rule) []Recipe {
 		// A/B.
 		sPair := math.Sqrt2 * r.RunSD
 		pairs := j.MaxBlocks / 2
+		// The blocks an unchanged candidate's sequential job runs with the pairs' own
+		// sequence.
+		n := j.MaxBlocks
 		if seq {
+			n = stopsAt(j, lt, func(p int) float64 { return stats.SequenceHalfWidth(p, sPair, conf) })
 			ab = append(ab, math.Expm1(lt+stats.SequenceHalfWidth(pairs, sPair, conf)+z*sPair/math.Sqrt(float64(pairs))))
-			n := j.MaxBlocks
-			for k := j.MinBlocks; k < j.MaxBlocks; k += 2 {
-				if stats.SequenceHalfWidth(k/2, sPair, conf) <= lt {
-					n = k
-					break
-				}
-			}
 			blocks = max(blocks, n)
 		} else {
 			df := float64(max(j.MaxBlocks-3, 1))
@@ -155,13 +152,6 @@ func Costs(j Job, rules []Rule) []Recipe {
 		if r.StartsSD <= 0 || r.StartsDF <= 0 {
 			sw = append(sw, ab[len(ab)-1])
 			if seq {
-				n := j.MaxBlocks
-				for kb := j.MinBlocks; kb < j.MaxBlocks; kb += 2 {
-					if stats.SequenceHalfWidth(kb/2, sPair, conf) <= lt {
-						n = kb
-						break
-					}
-				}
 				swBlocks = max(swBlocks, n)
 			}
 			continue
@@ -172,14 +162,7 @@ func Costs(j Job, rules []Rule) []Recipe {
 		if seq {
 			hw := func(n int) float64 { return stats.SequenceHalfWidth(n, sPair, 1-a) + k }
 			sw = append(sw, math.Expm1(lt+hw(pairs)+z*math.Sqrt(sPair*sPair/float64(pairs)+v)))
-			n := j.MaxBlocks
-			for kb := j.MinBlocks; kb < j.MaxBlocks; kb += 2 {
-				if hw(kb/2) <= lt {
-					n = kb
-					break
-				}
-			}
-			swBlocks = max(swBlocks, n)
+			swBlocks = max(swBlocks, stopsAt(j, lt, hw))
 		} else {
 			df := float64(max(min(j.MaxBlocks-3, r.StartsDF), 1))
 			se := math.Sqrt(4*r.RunSD*r.RunSD/float64(j.MaxBlocks) + v)
@@ -197,6 +180,17 @@ func Costs(j Job, rules []Rule) []Recipe {
 	swaps := Recipe{Mode: ModeABSwaps, Blocks: swBlocks, MaxBlocks: j.MaxBlocks, Detectable: sw,
 		GPUMinutes: (2*j.Start + time.Duration(swBlocks)*(j.Wake+per)).Minutes()}
 	return []Recipe{committed, restarts, swaps}
+}
+
+// stopsAt is the fewest blocks, from j.MinBlocks in pairs, at which a sequence of
+// half-width hw(pairs) lies within ln(1 + tolerance) = lt; j.MaxBlocks when none does.
+func stopsAt(j Job, lt float64, hw func(pairs int) float64) int {
+	for k := j.MinBlocks; k < j.MaxBlocks; k += 2 {
+		if hw(k/2) <= lt {
+			return k
+		}
+	}
+	return j.MaxBlocks
 }
 
 // Used is the GPU minutes a job's records show it held: each run's warm-up, priming and
