@@ -239,7 +239,10 @@ func TestABSwapStartsEachEngineOnce(t *testing.T) {
 // part) and its interval is at least that wide; the job says which calibration it used.
 // Without a calibration the job warns that the spread is unknown and what to run.
 func TestABSwapAddsTheSpreadBetweenStarts(t *testing.T) {
-	calCfg := writeConfig(t, startedSimConfig(t, "--noise-speed-sd 0.3"))
+	// Four starts at speeds ×0.63, ×0.93, ×1.29 and ×1.56 (seeds 3, 1, 5, 14 at a log-sd
+	// of 0.3, steps four times the profile's so that a loaded host's delays do not
+	// swamp them): a spread between starts well above a run's own, whatever the clock.
+	calCfg := writeConfig(t, seededStartsConfig(t, "--slowdown 4 --noise-speed-sd 0.3", 3, 1, 5, 14))
 	a, out, errb := testApp(t)
 	if code := a.run(context.Background(), []string{"calibrate", "-c", calCfg, "--runs", "4", "-o", t.TempDir()}); code != ExitOK {
 		t.Fatalf("calibrate: exit %d\n%s\n%s", code, out, errb)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -26,11 +27,25 @@ func startedSimConfig(t *testing.T, simArgs string) string {
 	return strings.Replace(cfg, "    timeout: 20s\n", "    timeout: 20s\n    max_dispatch_lag: 30s\n", 1)
 }
 
+// seededStartsConfig is startedSimConfig whose k-th engine start draws its noise from
+// the k-th of seeds (cycling), so that starts vary by a known amount.
+func seededStartsConfig(t *testing.T, simArgs string, seeds ...int) string {
+	t.Helper()
+	var ss []string
+	for _, s := range seeds {
+		ss = append(ss, strconv.Itoa(s))
+	}
+	counter := filepath.Join(t.TempDir(), "starts")
+	return strings.Replace(startedSimConfig(t, simArgs), "SLOGATE_TEST_SIM_ARGS:",
+		"SLOGATE_TEST_SIM_SEEDS: \""+strings.Join(ss, ",")+"\", SLOGATE_TEST_SIM_COUNTER: \""+counter+"\", SLOGATE_TEST_SIM_ARGS:", 1)
+}
+
 // TestCalibrateStoresTheSpread: three A/A runs, each on a fresh start of an engine whose
 // speed varies by start, become a baseline whose calibration holds every gated metric's
 // run-to-run spread; the gate then judges a run against it by that spread.
 func TestCalibrateStoresTheSpread(t *testing.T) {
-	cfg := writeConfig(t, startedSimConfig(t, "--noise-speed-sd 0.3"))
+	// Three starts at speeds ×0.63, ×1.29 and ×1.56 (seeds 3, 5, 14 at a log-sd of 0.3).
+	cfg := writeConfig(t, seededStartsConfig(t, "--noise-speed-sd 0.3", 3, 5, 14))
 	dir := t.TempDir()
 	a, out, errb := testApp(t)
 	if code := a.run(context.Background(), []string{"calibrate", "-c", cfg, "--runs", "3", "-o", dir}); code != ExitOK {
@@ -67,7 +82,7 @@ func TestCalibrateStoresTheSpread(t *testing.T) {
 			itl = &b.Noise.Metrics[i]
 		}
 	}
-	// Speeds drawn with a log-sd of 0.3 differ between three starts almost surely.
+	// The three starts' speeds differ: so do their runs.
 	if itl == nil || itl.DF != 2 || len(itl.Values) != 3 || itl.RunSD <= 0 {
 		t.Fatalf("itl_p99 spread %+v", itl)
 	}

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,7 +22,10 @@ import (
 
 // TestMain lets the test binary play an engine that target.start launches: with
 // SLOGATE_TEST_SIM_ADDR set it serves the simulator there until terminated, with the
-// `slogate sim` flags in SLOGATE_TEST_SIM_ARGS (space-separated).
+// `slogate sim` flags in SLOGATE_TEST_SIM_ARGS (space-separated). With
+// SLOGATE_TEST_SIM_SEEDS ("3,1,5,14") and SLOGATE_TEST_SIM_COUNTER (a file) the k-th
+// start takes the k-th seed of its noise (cycling), so that a test of engines that vary
+// by start knows how far they vary instead of drawing it from the clock.
 func TestMain(m *testing.M) {
 	if addr := os.Getenv("SLOGATE_TEST_SIM_ADDR"); addr != "" {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -30,12 +34,37 @@ func TestMain(m *testing.M) {
 		fs := flag.NewFlagSet("sim", flag.ExitOnError)
 		o.Bind(fs)
 		_ = fs.Parse(strings.Fields(os.Getenv("SLOGATE_TEST_SIM_ARGS")))
+		if seeds := os.Getenv("SLOGATE_TEST_SIM_SEEDS"); seeds != "" {
+			o.Noise.Seed = nthStartSeed(os.Getenv("SLOGATE_TEST_SIM_COUNTER"), strings.Split(seeds, ","))
+		}
 		if err := sim.Serve(ctx, addr, o, os.Stderr); err != nil {
 			os.Exit(1)
 		}
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
+}
+
+// nthStartSeed counts this start in the file counter (one byte appended per start) and
+// returns the seed for it, cycling through seeds.
+func nthStartSeed(counter string, seeds []string) int64 {
+	f, err := os.OpenFile(counter, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		panic(err)
+	}
+	defer f.Close()
+	if _, err := f.Write([]byte{'.'}); err != nil {
+		panic(err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		panic(err)
+	}
+	seed, err := strconv.ParseInt(strings.TrimSpace(seeds[(st.Size()-1)%int64(len(seeds))]), 10, 64)
+	if err != nil {
+		panic(err)
+	}
+	return seed
 }
 
 func freeAddr(t *testing.T) string {
