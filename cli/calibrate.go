@@ -11,7 +11,7 @@ import (
 	"github.com/slogate/slogate/workload"
 )
 
-const calibrateUsage = `slogate calibrate -c FILE [-w NAME] [--target URL] [--runs N] [--restart-every K] [--append] [-o DIR] [--baselines DIR]
+const calibrateUsage = `slogate calibrate -c FILE [-w NAME] [--target URL] [--runs N] [--min-runs M] [--restart-every K] [--append] [-o DIR] [--baselines DIR]
 
 Measures how much an unchanged engine moves between runs on this runner: runs each
 workload N times (A/A; the engine started afresh for every run when target.start is
@@ -24,7 +24,11 @@ engine afresh every K runs (target.start; default every run), so that the spread
 between runs of one server and between engine starts; --append adds the runs to the
 calibration of the existing baseline (made by an earlier job, another day) and measures
 it again over all its runs, so that it shows what moves between days too. The gate uses
-every part measured and says which it lacks.
+every part measured and says which it lacks. --min-runs M makes the runs sequential:
+after each run from the M-th on, every gated rule's tolerance is checked against the
+interval a candidate of the workload's repeats would be judged by, at the spread's
+confidence interval so far, and the runs stop as soon as each rule is decided: its
+tolerance supported, or too narrow for the noise even at N runs (docs/noise.md).
 Exit codes: 0 written; 2 bad input; 3 the engine failed, a run is unfit to be a
 baseline, or a write failed.`
 
@@ -36,7 +40,8 @@ func (a *app) cmdCalibrate(ctx context.Context, args []string) int {
 	fs.Var(&p.names, "w", "workload `name` (repeatable or comma-separated; default: all)")
 	fs.StringVar(&p.target, "target", "", "engine base `URL`, overriding target.url")
 	fs.StringVar(&p.outDir, "o", "slogate-out", "output `dir`ectory for the run records")
-	runs := fs.Int("runs", 10, "A/A runs per workload (at least 2; at least 1 with --append)")
+	runs := fs.Int("runs", 10, "A/A runs per workload (at least 2; at least 1 with --append); with --min-runs, the most")
+	minRuns := fs.Int("min-runs", 0, "stop as soon as every gated rule is decided, looking from this many `runs` on (0: run all --runs)")
 	restartEvery := fs.Int("restart-every", 0, "start the engine afresh every `K` runs (target.start; default 1: every run)")
 	appendRuns := fs.Bool("append", false, "add the runs to the existing baseline's calibration instead of replacing it")
 	baselines := fs.String("baselines", "", "baselines `dir`ectory (default: gate.baselines of FILE)")
@@ -45,6 +50,10 @@ func (a *app) cmdCalibrate(ctx context.Context, args []string) int {
 	}
 	if *runs < 2 && !(*appendRuns && *runs >= 1) {
 		a.errorf("calibrate: --runs %d: a spread needs at least 2 runs (1 to append to an existing calibration)", *runs)
+		return ExitBadInput
+	}
+	if *minRuns != 0 && (*minRuns < 3 || *minRuns > *runs) {
+		a.errorf("calibrate: --min-runs %d: want 0 (every one of --runs) or from 3 (two runs know nothing of a spread) to --runs (%d)", *minRuns, *runs)
 		return ExitBadInput
 	}
 	if *restartEvery < 0 {
@@ -59,13 +68,16 @@ func (a *app) cmdCalibrate(ctx context.Context, args []string) int {
 		a.errorf("calibrate: --restart-every %d: %s has no target.start, so slogate cannot start the engine; add target.start, or leave out --restart-every (the runs then share the running engine)", *restartEvery, f.Path)
 		return ExitBadInput
 	}
-	_, code = a.calibrate(ctx, f, p, calibrateParams{runs: *runs, restartEvery: max(*restartEvery, 1), append: *appendRuns}, baselineStore(f, *baselines))
+	_, code = a.calibrate(ctx, f, p, calibrateParams{runs: *runs, minRuns: *minRuns, restartEvery: max(*restartEvery, 1), append: *appendRuns}, baselineStore(f, *baselines))
 	return code
 }
 
 // calibrateParams are how a calibration spreads its runs.
 type calibrateParams struct {
 	runs int
+	// minRuns > 0 stops the runs from that many on as soon as every rule is decided
+	// (gate.LookCalibration).
+	minRuns int
 	// restartEvery starts the engine afresh every that many runs (target.start).
 	restartEvery int
 	// append adds the runs to the existing baseline's calibration.
@@ -89,6 +101,7 @@ func (a *app) calibrate(ctx context.Context, f *workload.File, p runParams, cp c
 		var stop func()
 		var started float64
 		var startup *result.Startup
+		var calStop *gate.CalStop
 		for i := 1; i <= runs; i++ {
 			start := 0
 			if restarts {
@@ -127,38 +140,46 @@ func (a *app) calibrate(ctx context.Context, f *workload.File, p runParams, cp c
 				}
 				return written, code
 			}
+			if cp.minRuns > 0 && (len(recs) >= 2 || cp.append) {
+				b, code := a.calibrated(f, w, store, cp, recs, starts)
+				if b == nil {
+					if stop != nil {
+						stop()
+					}
+					return written, code
+				}
+				st, err := gate.LookCalibration(f, w, b.Noise, i, cp.minRuns, runs)
+				if err != nil {
+					if stop != nil {
+						stop()
+					}
+					return written, a.gateError(err)
+				}
+				if calStop = st; st != nil {
+					if st.Reason == gate.CalStopDecided {
+						fmt.Fprintf(a.stderr, "slogate: calibration of %s: stopping after run %d of at most %d: %s\n", w.Name, i, runs, st.Why)
+					}
+					break
+				}
+			}
 		}
 		if stop != nil {
 			stop()
 		}
-		var b *gate.Baseline
-		var err error
-		if cp.append {
-			old, shown, lerr := store.Lookup(w.Name, gate.HardwareOf(recs[0]))
-			switch {
-			case lerr != nil:
-				return written, a.gateError(lerr)
-			case old == nil:
-				a.errorf("calibrate --append: %s: no baseline of %s on %s to append to: run slogate calibrate without --append first", shown, w.Name, gate.HardwareOf(recs[0]))
-				return written, ExitBadInput
-			}
-			if b, err = gate.AppendCalibration(f, old, recs, starts, a.now()); err != nil {
-				return written, a.gateError(err)
-			}
-		} else {
-			if b, err = gate.FromRecords(recs, a.now()); err != nil {
-				return written, a.gateError(err)
-			}
-			if b.Noise, err = gate.CalibrateStarts(f, recs, starts, a.now()); err != nil {
-				return written, a.gateError(err)
-			}
+		b, code := a.calibrated(f, w, store, cp, recs, starts)
+		if b == nil {
+			return written, code
 		}
+		b.Noise.Stop = calStop
 		path, err := gate.Write(store.Dir, b)
 		if err != nil {
 			a.errorf("writing the baseline of %s on %s: %v", b.Workload, b.Hardware, err)
 			return written, ExitFailure
 		}
 		fmt.Fprintf(a.stdout, "wrote %s (%s on %s: %d A/A runs, engine %s)\n", path, b.Workload, b.Hardware, b.Noise.Runs, engineOf(b.Environment))
+		if st := b.Noise.Stop; st != nil {
+			fmt.Fprintf(a.stdout, "  stopped after %d of at most %d runs (%s): %s\n", st.Runs, st.MaxRuns, st.Reason, st.Why)
+		}
 		for _, m := range b.Noise.Metrics {
 			if m.DF == 0 {
 				fmt.Fprintf(a.stdout, "  %-14s spread unknown: %s\n", m.Metric, m.Reason)
@@ -175,6 +196,35 @@ func (a *app) calibrate(ctx context.Context, f *workload.File, p runParams, cp c
 		written = append(written, path)
 	}
 	return written, ExitOK
+}
+
+// calibrated is the baseline that the calibration runs recs (served by the engine
+// starts starts) make: a new one, or with --append the stored one with them added. A
+// nil baseline comes with the exit code of its error, already reported.
+func (a *app) calibrated(f *workload.File, w *workload.Workload, store gate.Store, cp calibrateParams, recs []*result.Record, starts []int) (*gate.Baseline, int) {
+	if cp.append {
+		old, shown, err := store.Lookup(w.Name, gate.HardwareOf(recs[0]))
+		switch {
+		case err != nil:
+			return nil, a.gateError(err)
+		case old == nil:
+			a.errorf("calibrate --append: %s: no baseline of %s on %s to append to: run slogate calibrate without --append first", shown, w.Name, gate.HardwareOf(recs[0]))
+			return nil, ExitBadInput
+		}
+		b, err := gate.AppendCalibration(f, old, recs, starts, a.now())
+		if err != nil {
+			return nil, a.gateError(err)
+		}
+		return b, ExitOK
+	}
+	b, err := gate.FromRecords(recs, a.now())
+	if err != nil {
+		return nil, a.gateError(err)
+	}
+	if b.Noise, err = gate.CalibrateStarts(f, recs, starts, a.now()); err != nil {
+		return nil, a.gateError(err)
+	}
+	return b, ExitOK
 }
 
 // sdText is a standard deviation of the log as ±percent, "not measured" for none.

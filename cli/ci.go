@@ -496,7 +496,7 @@ func (c *ci) modeBaseline(ctx context.Context) int {
 	if n := c.in.CalibrateRuns; n > 1 {
 		// A calibration: n A/A runs become the baseline, with each gated metric's
 		// run-to-run spread stored beside them.
-		written, code = c.calibrate(ctx, c.f, runParams{config: c.f.Path, target: c.in.Target, outDir: c.outDir}, calibrateParams{runs: n, restartEvery: 1}, baselineStore(c.f, ""))
+		written, code = c.calibrate(ctx, c.f, runParams{config: c.f.Path, target: c.in.Target, outDir: c.outDir}, calibrateParams{runs: n, minRuns: c.in.CalibrateMinRuns, restartEvery: 1}, baselineStore(c.f, ""))
 	} else {
 		recs, rc := c.run(ctx)
 		if rc != ExitOK || len(recs) == 0 {

@@ -53,13 +53,17 @@ func TestCIModeABAndCalibration(t *testing.T) {
 		return code, out.String() + errb.String()
 	}
 
-	code, log := ci("baseline", "push", pushEvent, map[string]string{"INPUT_CALIBRATE-RUNS": "2", "INPUT_GITHUB-TOKEN": ""})
+	// A sequential calibration of 3 to 4 runs (calibrate --min-runs).
+	code, log := ci("baseline", "push", pushEvent, map[string]string{"INPUT_CALIBRATE-RUNS": "4", "INPUT_CALIBRATE-MIN-RUNS": "3", "INPUT_GITHUB-TOKEN": ""})
 	if code != ExitOK {
 		t.Fatalf("baseline: exit %d\n%s", code, log)
 	}
 	b, _, err := gate.DirStore(filepath.Join(dir, "baselines")).Lookup("small", "sim")
-	if err != nil || b == nil || b.Noise == nil || b.Noise.Runs != 2 || len(b.Trials) != 2 {
+	if err != nil || b == nil || b.Noise == nil || b.Noise.Runs < 3 || b.Noise.Runs > 4 || len(b.Trials) != b.Noise.Runs {
 		t.Fatalf("calibrated baseline %+v %v\n%s", b, err, log)
+	}
+	if st := b.Noise.Stop; st == nil || st.MinRuns != 3 || st.MaxRuns != 4 || st.Runs != b.Noise.Runs || !strings.Contains(log, "stopped after") {
+		t.Fatalf("the calibration's stop %+v, want 3 to 4 runs\n%s", st, log)
 	}
 
 	code, log = ci("ab", "pull_request", prEvent, map[string]string{"INPUT_BLOCKS": "4"})

@@ -28,6 +28,9 @@ type Calibration struct {
 	// RunInfo says, per run in trial order, which engine start served it and on which
 	// day it ran; absent in calibrations older than it.
 	RunInfo []CalRun `json:"run_info,omitempty"`
+	// Stop says how a sequential calibration (calibrate --min-runs) ended; absent when
+	// it ran a fixed number of runs.
+	Stop *CalStop `json:"stop,omitempty"`
 }
 
 // MetricSpread is one metric's spread over the calibration runs.

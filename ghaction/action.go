@@ -43,6 +43,9 @@ type Inputs struct {
 	// CalibrateRuns > 1 makes mode baseline a calibration: that many A/A runs, stored
 	// with the baseline as each gated metric's run-to-run spread (slogate calibrate).
 	CalibrateRuns int
+	// CalibrateMinRuns makes that calibration sequential (slogate calibrate --min-runs);
+	// 0: every run.
+	CalibrateMinRuns int
 	// Blocks is the number of A/B blocks of mode ab (slogate ab --blocks); 0: 16.
 	Blocks int
 	// MinBlocks makes mode ab sequential (slogate ab --min-blocks); 0: every block runs.
@@ -117,6 +120,9 @@ func ReadInputs(a *githubactions.Action) (Inputs, error) {
 		errs = append(errs, err)
 	}
 	if in.CalibrateRuns, err = intInput(a, "calibrate-runs", 0, func(n int) bool { return n == 0 || n >= 2 }, "0 (no calibration) or at least 2"); err != nil {
+		errs = append(errs, err)
+	}
+	if in.CalibrateMinRuns, err = intInput(a, "calibrate-min-runs", 0, func(n int) bool { return n == 0 || (n >= 3 && n <= in.CalibrateRuns) }, "0 (every run) or from 3 to calibrate-runs"); err != nil {
 		errs = append(errs, err)
 	}
 	if in.Blocks, err = intInput(a, "blocks", 0, func(n int) bool { return n >= 4 && n%4 == 0 }, "a multiple of 4, at least 4"); err != nil {

@@ -43,6 +43,10 @@ func TestProducedNoiseFiles(t *testing.T) {
 	if b.Noise, err = gate.Calibrate(f, runs, true, now); err != nil {
 		t.Fatal(err)
 	}
+	// As calibrate --min-runs 3 --runs 3 records it.
+	if b.Noise.Stop, err = gate.LookCalibration(f, &f.Workloads[0], b.Noise, 3, 3, 3); err != nil || b.Noise.Stop == nil || len(b.Noise.Stop.Rules) != 2 {
+		t.Fatalf("the calibration's stop %+v: %v", b.Noise.Stop, err)
+	}
 	bd, err := gate.Marshal(b)
 	if err != nil {
 		t.Fatal(err)
