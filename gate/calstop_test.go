@@ -145,3 +145,47 @@ func sampleSDOf(xs []float64) float64 {
 	}
 	return math.Sqrt(v / float64(len(xs)-1))
 }
+
+// TestLookCalibrationRuns: how many runs a sequential calibration of 3 to 20 runs makes
+// at the README's recipe (±10%, candidate repeats 3), over 1,000 simulated calibrations
+// of normal runs per spread: the smaller the spread against the tolerance, the sooner it
+// is decided supported; a spread far above a tight tolerance is decided too narrow.
+func TestLookCalibrationRuns(t *testing.T) {
+	mean := func(tol, sd float64) (float64, map[string]int) {
+		f := testConfig([]workload.Rule{{Metric: "itl_p99", Direction: "lower", Tolerance: tol}})
+		w := &f.Workloads[0]
+		w.Repeats = 3
+		r := rand.New(rand.NewPCG(1, 2))
+		total, dec := 0, map[string]int{}
+		for range 1000 {
+			var xs []float64
+			for n := 1; n <= 20; n++ {
+				xs = append(xs, sd*r.NormFloat64())
+				if n < 2 {
+					continue
+				}
+				st, err := LookCalibration(f, w, calWith(n, sampleSDOf(xs)), n, 3, 20)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if st != nil {
+					total += n
+					dec[st.Reason+" "+st.Rules[0].Decided]++
+					break
+				}
+			}
+		}
+		m := float64(total) / 1000
+		t.Logf("±%.0f%%, run-to-run sd %.2f: %.1f runs on average; %v", 100*tol, sd, m, dec)
+		return m, dec
+	}
+	m2, d2 := mean(0.10, 0.02)
+	m3, _ := mean(0.10, 0.03)
+	m4, _ := mean(0.10, 0.04)
+	if d2["decided supported"] < 990 || !(m2 < m3 && m3 < m4) {
+		t.Errorf("at ±10%%: sd 0.02 decided supported %d of 1000 in %.1f runs, 0.03 in %.1f, 0.04 in %.1f: want sooner for less noise", d2["decided supported"], m2, m3, m4)
+	}
+	if _, d := mean(0.05, 0.08); d["decided too_narrow"] < 900 {
+		t.Errorf("sd 0.08 against ±5%%: too narrow decided %d of 1000", d["decided too_narrow"])
+	}
+}

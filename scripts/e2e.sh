@@ -677,7 +677,8 @@ scenario_ab() {
 }
 
 # Calibration: three A/A runs become the baseline with each gated metric's run-to-run
-# spread; a candidate run is then judged with that spread (method calibrated).
+# spread; a candidate run is then judged with that spread (method calibrated). Then a
+# sequential calibration (--min-runs) that records how its runs stopped.
 scenario_calibrate() {
 	cd "$d" || exit 1
 	gate_config chat 100 >slogate.yaml
@@ -692,6 +693,11 @@ scenario_calibrate() {
 		jqc "calibrate: the gate adds the calibrated spread" cand/gate.json \
 			'.workloads[0].metrics[] | select(.metric == "itl_p99") | .method == "calibrated" and .noise.source == "calibration"'
 	fi
+	# A sequential calibration: from the third run on it stops once every rule is
+	# decided, at the latest after the sixth; the baseline says how and why.
+	expect 0 calibrate-seq "$SLOGATE" calibrate -c slogate.yaml --target "$url" --runs 6 --min-runs 3 --baselines seq -o calseq || exit 1
+	jqc "calibrate --min-runs: the baseline records how its runs stopped" seq/chat/sim.json \
+		'.noise.stop.min_runs == 3 and .noise.stop.max_runs == 6 and .noise.stop.runs >= 3 and .noise.stop.runs <= 6 and .noise.runs == .noise.stop.runs and (.noise.stop.reason == "decided" or .noise.stop.runs == 6) and (.noise.stop.rules | length) > 0'
 }
 
 # llama.cpp's llama-server (built by scripts/llamacpp.sh, which scripts/llamacpp-test.sh
