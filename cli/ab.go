@@ -28,7 +28,10 @@ the idle one is put aside instead (vLLM's sleep mode, SGLang's memory release, o
 resident), checked before any block (docs/swap.md). With --min-blocks below --blocks
 the job is sequential: from that block on it looks after every block at each rule's
 confidence sequence (valid however often it is looked at) and stops as soon as a rule
-is decided fail or every rule is decided; only a close call runs all --blocks. An
+is decided fail or every rule is decided; only a close call runs all --blocks. With
+--futility-from N it also stops, from block N on, once no undecided rule could be
+decided by --blocks if its pairs went on as they have (an engine against itself on a
+host noisier than the tolerance); the job is then judged as at the maximum. An
 engine started once for the job (any target.swap but restart, or one someone else runs)
 keeps its start's offset through all its blocks, which the blocks cannot see: the
 intervals then add the spread between engine starts of the baseline's calibration in
@@ -45,6 +48,7 @@ type abParams struct {
 	baseTarget, candTarget string
 	names                  stringList
 	blocks, minBlocks      int
+	futilityFrom           int
 	outDir                 string
 	baselines              string
 }
@@ -60,6 +64,7 @@ func (a *app) cmdAB(ctx context.Context, args []string) int {
 	fs.IntVar(&p.blocks, "blocks", 16, "blocks in the job at most, both sides together: a multiple of 4 (ABBA), at least 4")
 	fs.IntVar(&p.blocks, "max-blocks", 16, "the same as --blocks")
 	fs.IntVar(&p.minBlocks, "min-blocks", 0, "the fewest blocks after which the job may stop, its answer known: even, at least 4 (default: --blocks, every block runs)")
+	fs.IntVar(&p.futilityFrom, "futility-from", 0, "with --min-blocks: also stop from this `block` on (even, at least 8) once no rule can be decided by --blocks at the noise seen (0: never)")
 	fs.Var(&p.names, "w", "workload `name` (repeatable or comma-separated; default: all)")
 	fs.StringVar(&p.outDir, "o", "slogate-out", "output `dir`ectory")
 	fs.StringVar(&p.baselines, "baselines", "", "baselines `dir`ectory whose calibrations give the spread between engine starts (default: gate.baselines, relative to the config file)")
@@ -75,6 +80,10 @@ func (a *app) cmdAB(ctx context.Context, args []string) int {
 	}
 	if p.minBlocks < 4 || p.minBlocks%2 != 0 || p.minBlocks > p.blocks {
 		a.errorf("ab: --min-blocks %d: want an even number (the job decides on pairs of blocks) from 4 to --blocks %d", p.minBlocks, p.blocks)
+		return ExitBadInput
+	}
+	if f := p.futilityFrom; f != 0 && (f < max(gate.MinFutilityFrom, p.minBlocks) || f%2 != 0 || f >= p.blocks) {
+		a.errorf("ab: --futility-from %d: want 0 (never) or an even block from %d (four pairs, and --min-blocks %d) to below --blocks %d", f, max(gate.MinFutilityFrom, p.minBlocks), p.minBlocks, p.blocks)
 		return ExitBadInput
 	}
 	if p.cand, _ = a.loadConfig(*config); p.cand == nil {
@@ -118,7 +127,7 @@ func (a *app) abJob(ctx context.Context, p abParams) (*gate.Result, []*result.Re
 		return nil, nil, a.measureError(err)
 	}
 	layout := gate.Layout(p.blocks)
-	stop := gate.ABStop{MinBlocks: p.minBlocks, MaxBlocks: p.blocks}
+	stop := gate.ABStop{MinBlocks: p.minBlocks, MaxBlocks: p.blocks, FutilityFrom: p.futilityFrom}
 	// Looked up once: the job looks after every block.
 	cals := gate.CalibrationOf(baselineStore(p.cand, p.baselines).CalibrationOf).Once()
 	r := a.runner()
@@ -171,7 +180,7 @@ func (a *app) abJob(ctx context.Context, p abParams) (*gate.Result, []*result.Re
 			}
 			rec.AB = &result.ABBlock{Side: name, Block: k + 1, Blocks: p.blocks, Layout: layout, Restarted: f.Target.Start != nil, Swap: cost}
 			if stop.Sequential() {
-				rec.AB.MinBlocks = p.minBlocks
+				rec.AB.MinBlocks, rec.AB.FutilityFrom = p.minBlocks, p.futilityFrom
 			}
 			path := filepath.Join(p.outDir, fmt.Sprintf("%s.ab%d.%s.json", w.Name, k+1, name))
 			if err := result.Write(path, rec); err != nil {
@@ -192,7 +201,7 @@ func (a *app) abJob(ctx context.Context, p abParams) (*gate.Result, []*result.Re
 			if err != nil {
 				return nil, nil, a.gateError(err)
 			}
-			if st != nil && st.Reason == gate.StopDecided {
+			if st != nil && st.Reason != gate.StopMaxBlocks {
 				fmt.Fprintf(a.stderr, "slogate: %s: stopping after block %d of at most %d: %s\n", w.Name, k+1, p.blocks, st.Why)
 				break
 			}

@@ -153,3 +153,55 @@ func TestABMinBlocksRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestABFutilityStopsAnUndecidableJob: the same engine on both sides, each block a fresh
+// start whose speed varies by tens of percent, against a 2% tolerance on ITL p99: no
+// number of blocks up to 16 could decide it, so with --futility-from 8 the job stops
+// after block 8, says why (record, gate.json, comment), and is judged by its sequences
+// as at the maximum: not a fail. --futility-from below 8, odd, or at the maximum is bad
+// input.
+func TestABFutilityStopsAnUndecidableJob(t *testing.T) {
+	rules := "gate:\n  rules:\n    itl_p99: {direction: lower, tolerance: 2%}\n"
+	base := writeConfig(t, seededStartsConfig(t, "--slowdown 4 --noise-speed-sd 0.3", 3, 1, 5, 14, 8, 11, 2, 6)+rules)
+	cand := writeConfig(t, seededStartsConfig(t, "--slowdown 4 --noise-speed-sd 0.3", 14, 6, 3, 11, 1, 8, 5, 2)+rules)
+	dir := t.TempDir()
+	a, out, errb := testApp(t)
+	code := a.run(context.Background(), []string{"ab", "-c", cand, "--baseline-config", base, "--blocks", "16", "--min-blocks", "4", "--futility-from", "8", "-o", dir})
+	raw, err := os.ReadFile(filepath.Join(dir, "gate.json"))
+	if err != nil {
+		t.Fatalf("exit %d, no gate.json: %v\n%s\n%s", code, err, out, errb)
+	}
+	var res gate.Result
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatal(err)
+	}
+	w := res.Workloads[0]
+	if w.Stopped == nil || w.Stopped.Reason != gate.StopFutile || w.Stopped.AtBlock != 8 || w.BlocksRun != 8 || !strings.Contains(w.Stopped.Why, "itl_p99 (±") {
+		t.Fatalf("stopped %+v after %d blocks: want futile after 8\n%s", w.Stopped, w.BlocksRun, errb)
+	}
+	if res.Verdict == gate.Fail || code == ExitGateFailed {
+		t.Errorf("an engine against itself failed on a futile stop: verdict %s, exit %d", res.Verdict, code)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "small.ab9.baseline.json")); err == nil {
+		t.Error("a ninth block ran after the futile stop")
+	}
+	rec, err := result.Read(filepath.Join(dir, "small.ab1.baseline.json"))
+	if err != nil || rec.AB.FutilityFrom != 8 {
+		t.Errorf("block 1's record: %v %+v", err, rec.AB)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "comment.md"))
+	if !strings.Contains(string(md), "stopped after 8 of at most 16 blocks: no rule can be decided by the maximum at the noise seen") {
+		t.Errorf("the comment does not say why it stopped:\n%s", md)
+	}
+	if !strings.Contains(errb.String(), "stopping after block 8 of at most 16") {
+		t.Errorf("stderr does not say it stopped:\n%s", errb)
+	}
+
+	for _, v := range []string{"6", "9", "16"} {
+		a, _, errb := testApp(t)
+		code := a.run(context.Background(), []string{"ab", "-c", "nonexistent.yaml", "--blocks", "16", "--min-blocks", "4", "--futility-from", v})
+		if code != ExitBadInput || !strings.Contains(errb.String(), "--futility-from "+v+": want 0 (never) or an even block from 8") {
+			t.Errorf("--futility-from %s: exit %d, %s", v, code, errb)
+		}
+	}
+}

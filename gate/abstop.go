@@ -2,6 +2,7 @@ package gate
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/slogate/slogate/gate/stats"
@@ -22,7 +23,14 @@ import (
 const (
 	StopDecided   = "decided"    // the answer was known before the maximum
 	StopMaxBlocks = "max_blocks" // the maximum was reached
+	// StopFutile: no rule could be decided by the maximum at the noise seen (ab
+	// --futility-from); the job is judged by its sequences as at the maximum.
+	StopFutile = "futile"
 )
+
+// MinFutilityFrom is the fewest blocks a futility look may start from: four pairs, so
+// that the forecast rests on the spread of more than a couple of pairs.
+const MinFutilityFrom = 8
 
 // Stopped says when and why an A/B job stopped adding blocks.
 type Stopped struct {
@@ -37,8 +45,17 @@ type Stopped struct {
 
 // ABStop is the stopping rule of an A/B job: it looks after at least MinBlocks blocks
 // and stops at MaxBlocks. MinBlocks equal to MaxBlocks (or 0) is the fixed design.
+//
+// With FutilityFrom (0: none) it also stops, from that block on, when no undecided
+// rule could be decided by MaxBlocks if its pairs went on as they have (stats.Futile):
+// an engine against itself on a host whose noise is wider than the tolerance, which
+// would otherwise run every block to say nothing more. A futile stop never fails a job
+// that the maximum would have passed (the job is judged by the same sequences, valid at
+// every look), but a regression whose first pairs understate it may stop undecided: the
+// later the futility looks start, the rarer that is (docs/noise.md).
 type ABStop struct {
 	MinBlocks, MaxBlocks int
+	FutilityFrom         int
 }
 
 // Sequential says whether the job may stop before its maximum.
@@ -46,7 +63,7 @@ func (s ABStop) Sequential() bool { return s.MinBlocks > 0 && s.MinBlocks < s.Ma
 
 // stopOf is the stopping rule a job's records were made under.
 func stopOf(r *result.Record) ABStop {
-	return ABStop{MinBlocks: r.AB.MinBlocks, MaxBlocks: r.AB.Blocks}
+	return ABStop{MinBlocks: r.AB.MinBlocks, MaxBlocks: r.AB.Blocks, FutilityFrom: r.AB.FutilityFrom}
 }
 
 // LookAB is the stopping rule's look after a block of one workload's A/B job: recs are
@@ -79,17 +96,18 @@ func LookAB(cfg *workload.File, stop ABStop, recs []*result.Record, cals Calibra
 		ab[i] = abBlock{r: runOf(r), candidate: r.AB.Side == result.SideCandidate}
 	}
 	parts, _ := jobStartParts(rules, defs, recs, cals)
-	if stop, why := lookBlocks(rules, defs, ab, cfg.Gate.Confidence, parts); stop {
-		return &Stopped{Reason: StopDecided, AtBlock: n, Why: why}, nil
+	if reason, why := lookBlocks(rules, defs, ab, cfg.Gate.Confidence, parts, stop); reason != "" {
+		return &Stopped{Reason: reason, AtBlock: n, Why: why}, nil
 	}
 	return nil, nil
 }
 
 // lookBlocks is one look at every gated rule's confidence sequence over the blocks so
-// far: stop when a rule is decided fail or every rule is decided, and why. parts are the
-// rules' start parts (nil: none).
-func lookBlocks(rules []workload.Rule, defs []metricDef, ab []abBlock, confidence float64, parts []startPart) (bool, string) {
-	var decided, failed []string
+// far: stop (a reason) when a rule is decided fail or every rule is decided, or from
+// stop.FutilityFrom when no undecided rule can be decided by the maximum; and why. parts
+// are the rules' start parts (nil: none).
+func lookBlocks(rules []workload.Rule, defs []metricDef, ab []abBlock, confidence float64, parts []startPart, stop ABStop) (string, string) {
+	var decided, failed, futile []string
 	open := 0
 	for i, rule := range rules {
 		def := defs[i]
@@ -110,15 +128,23 @@ func lookBlocks(rules []workload.Rule, defs []metricDef, ab []abBlock, confidenc
 			decided = append(decided, rule.Metric)
 		default:
 			open++
+			if stop.FutilityFrom > 0 && len(ab) >= stop.FutilityFrom {
+				f, hw, ok := stats.Futile(blocksOf(def, ab), seqPolicy(rule, def, confidence), sp.shared(), stop.MaxBlocks/2)
+				if ok && f {
+					futile = append(futile, fmt.Sprintf("%s (±%.1f%% at %d blocks against its %s)", rule.Metric, 100*math.Expm1(hw), stop.MaxBlocks, pctText(rule.Tolerance)))
+				}
+			}
 		}
 	}
 	switch {
 	case len(failed) > 0:
-		return true, strings.Join(failed, ", ") + " decided fail"
+		return StopDecided, strings.Join(failed, ", ") + " decided fail"
 	case open == 0 && len(decided) > 0:
-		return true, "every rule decided"
+		return StopDecided, "every rule decided"
+	case open > 0 && len(futile) == open:
+		return StopFutile, "no rule can be decided by the maximum at the noise seen: " + strings.Join(futile, ", ")
 	}
-	return false, ""
+	return "", ""
 }
 
 // lacks reports whether a block's run cannot give def (missingData judges the rule).
@@ -159,8 +185,8 @@ func stoppedOf(rules []workload.Rule, defs []metricDef, ab []abBlock, stop ABSto
 		if k%2 != 0 || k >= stop.MaxBlocks {
 			continue
 		}
-		if ok, why := lookBlocks(rules, defs, ab[:k], confidence, parts); ok {
-			return &Stopped{Reason: StopDecided, AtBlock: k, Why: why}
+		if reason, why := lookBlocks(rules, defs, ab[:k], confidence, parts, stop); reason != "" {
+			return &Stopped{Reason: reason, AtBlock: k, Why: why}
 		}
 	}
 	if len(ab) >= stop.MaxBlocks {

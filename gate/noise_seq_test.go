@@ -5,6 +5,7 @@ import (
 	"math"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -97,7 +98,8 @@ func startCalibrations(t *testing.T) []*Calibration {
 // every block from minBlocks on); cand says whether the candidate engine is slower. A
 // swapped job's intervals add the spread between engine starts of its calibration, as
 // `slogate ab` adds that of the baseline's (abstarts.go).
-func seqJobs(t *testing.T, trials, minBlocks, maxBlocks int, rc recipe, slow float64) []seqTrial {
+func seqJobs(t *testing.T, trials int, stop ABStop, rc recipe, slow float64) []seqTrial {
+	minBlocks, maxBlocks := stop.MinBlocks, stop.MaxBlocks
 	defs := defsOf(t)
 	layout := Layout(maxBlocks)
 	out := make([]seqTrial, trials)
@@ -134,11 +136,11 @@ func seqJobs(t *testing.T, trials, minBlocks, maxBlocks int, rc recipe, slow flo
 			if n < minBlocks || n%2 != 0 || n == maxBlocks {
 				continue
 			}
-			if stop, _ := lookBlocks(recommended.rules, defs, blocks, 0.95, parts); stop {
+			if reason, _ := lookBlocks(recommended.rules, defs, blocks, 0.95, parts, stop); reason != "" {
 				break
 			}
 		}
-		st := stoppedOf(recommended.rules, defs, blocks, ABStop{MinBlocks: minBlocks, MaxBlocks: maxBlocks}, 0.95, parts)
+		st := stoppedOf(recommended.rules, defs, blocks, stop, 0.95, parts)
 		vs := make([]Verdict, len(defs))
 		for j, d := range defs {
 			var sp startPart
@@ -174,7 +176,8 @@ func summarise(ts []seqTrial, rc recipe) seqSummary {
 			s.pass++
 		}
 		bs = append(bs, x.blocks)
-		s.stops[x.stopped]++
+		why, _, _ := strings.Cut(x.stopped, ":") // a futile stop's figures vary by job
+		s.stops[why]++
 	}
 	slices.Sort(bs)
 	s.medianBlocks = bs[len(bs)/2]
@@ -217,8 +220,8 @@ func TestNoiseSequential(t *testing.T) {
 		recipes = recipes[:1]
 	}
 	for _, rc := range recipes {
-		aa := summarise(seqJobs(t, 200, 4, seqMax, rc, 0), rc)
-		slow := summarise(seqJobs(t, 200, 4, seqMax, rc, 1.2), rc)
+		aa := summarise(seqJobs(t, 200, ABStop{MinBlocks: 4, MaxBlocks: seqMax}, rc, 0), rc)
+		slow := summarise(seqJobs(t, 200, ABStop{MinBlocks: 4, MaxBlocks: seqMax}, rc, 1.2), rc)
 		t.Logf("%s, A/A: %v", rc, aa)
 		t.Logf("%s, ITL ×1.2: %v", rc, slow)
 		t.Logf("%s: median GPU minutes A/A %.1f, regression %.1f; the fixed recipe of %d starts %.1f",
@@ -237,6 +240,23 @@ func TestNoiseSequential(t *testing.T) {
 		}
 		if slow.medianBlocks >= recommended.blocks {
 			t.Errorf("%s: a 20%% ITL p99 regression ran a median %d blocks, want fewer than the fixed %d", rc, slow.medianBlocks, recommended.blocks)
+		}
+		// With a futility stop (ab --futility-from), the unchanged engine stops once
+		// the tolerance is out of the maximum's reach instead of running every block;
+		// the A/A error rate holds whenever the looks start, and the later they start
+		// the fewer regressions stop undecided.
+		for _, from := range []int{8, 16} {
+			fut := ABStop{MinBlocks: 4, MaxBlocks: seqMax, FutilityFrom: from}
+			aaF := summarise(seqJobs(t, 200, fut, rc, 0), rc)
+			slowF := summarise(seqJobs(t, 200, fut, rc, 1.2), rc)
+			t.Logf("%s, futility from block %d, A/A: %v", rc, from, aaF)
+			t.Logf("%s, futility from block %d, ITL ×1.2: %v", rc, from, slowF)
+			if aaF.fail*100 > aaF.n || aaF.medianBlocks >= aa.medianBlocks {
+				t.Errorf("%s, futility from %d: A/A %d of %d failed (want ≤ 1%%) in a median %d blocks (want fewer than %d without)", rc, from, aaF.fail, aaF.n, aaF.medianBlocks, aa.medianBlocks)
+			}
+			if from == 16 && slowF.itlFail*100 < 95*slowF.n {
+				t.Errorf("%s, futility from %d: ITL ×1.2 %d of %d failed (want ≥ 95%%)", rc, from, slowF.itlFail, slowF.n)
+			}
 		}
 	}
 }

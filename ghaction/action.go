@@ -50,6 +50,9 @@ type Inputs struct {
 	Blocks int
 	// MinBlocks makes mode ab sequential (slogate ab --min-blocks); 0: every block runs.
 	MinBlocks int
+	// FutilityFrom lets mode ab stop undecidable jobs (slogate ab --futility-from); 0:
+	// never.
+	FutilityFrom int
 	// MinRepeats makes a candidate's repeats in mode gate sequential (slogate run
 	// --min-repeats); 0: every repeat runs.
 	MinRepeats int
@@ -129,6 +132,11 @@ func ReadInputs(a *githubactions.Action) (Inputs, error) {
 		errs = append(errs, err)
 	}
 	if in.MinBlocks, err = intInput(a, "min-blocks", 0, func(n int) bool { return n == 0 || (n >= 4 && n%2 == 0 && n <= cmp.Or(in.Blocks, 16)) }, "an even number from 4 to blocks (16 when blocks is empty)"); err != nil {
+		errs = append(errs, err)
+	}
+	if in.FutilityFrom, err = intInput(a, "futility-from", 0, func(n int) bool {
+		return n == 0 || (n >= 8 && n%2 == 0 && n >= in.MinBlocks && in.MinBlocks > 0 && n < cmp.Or(in.Blocks, 16))
+	}, "0 (never) or an even block from 8 and from min-blocks to below blocks (16 when blocks is empty)"); err != nil {
 		errs = append(errs, err)
 	}
 	if in.MinRepeats, err = intInput(a, "min-repeats", 0, func(n int) bool { return n >= 0 }, "0 (every repeat runs) or the fewest repeats after which the candidate may stop, 1 or more"); err != nil {

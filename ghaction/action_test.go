@@ -46,6 +46,8 @@ func TestReadInputs(t *testing.T) {
 		// A sequential A/B job: at least 4 blocks, at most 32.
 		{"ab, sequential", map[string]string{"INPUT_MODE": "ab", "INPUT_BLOCKS": "32", "INPUT_MIN-BLOCKS": "4"},
 			Inputs{Config: "slogate.yaml", Mode: "ab", FailOn: "fail", Comment: true, CommentMode: "always", Blocks: 32, MinBlocks: 4}},
+		{"ab, sequential with futility", map[string]string{"INPUT_MODE": "ab", "INPUT_BLOCKS": "32", "INPUT_MIN-BLOCKS": "4", "INPUT_FUTILITY-FROM": "16"},
+			Inputs{Config: "slogate.yaml", Mode: "ab", FailOn: "fail", Comment: true, CommentMode: "always", Blocks: 32, MinBlocks: 4, FutilityFrom: 16}},
 		// A sequential calibration: at least 3 runs, at most 20.
 		{"baseline, sequential calibration", map[string]string{"INPUT_MODE": "baseline", "INPUT_CALIBRATE-RUNS": "20", "INPUT_CALIBRATE-MIN-RUNS": "3"},
 			Inputs{Config: "slogate.yaml", Mode: "baseline", FailOn: "fail", Comment: true, CommentMode: "always", CalibrateRuns: 20, CalibrateMinRuns: 3}},
@@ -120,6 +122,11 @@ func TestReadInputsInvalid(t *testing.T) {
 		// A minimum above the maximum, and one that cannot make pairs of blocks.
 		{"min-blocks", map[string]string{"INPUT_BLOCKS": "8", "INPUT_MIN-BLOCKS": "12"},
 			[]string{`input "min-blocks": invalid value "12"; valid values: an even number from 4 to blocks (16 when blocks is empty)`}},
+		// A futility look before four pairs, or without a sequential job.
+		{"futility-from", map[string]string{"INPUT_MIN-BLOCKS": "4", "INPUT_FUTILITY-FROM": "6"},
+			[]string{`input "futility-from": invalid value "6"; valid values: 0 (never) or an even block from 8 and from min-blocks to below blocks (16 when blocks is empty)`}},
+		{"futility-from without min-blocks", map[string]string{"INPUT_FUTILITY-FROM": "8"},
+			[]string{`input "futility-from": invalid value "8"; valid values: 0 (never) or an even block from 8 and from min-blocks to below blocks (16 when blocks is empty)`}},
 		// A calibration's minimum below 3, or above its runs (none given: 0).
 		{"calibrate-min-runs", map[string]string{"INPUT_CALIBRATE-RUNS": "10", "INPUT_CALIBRATE-MIN-RUNS": "2"},
 			[]string{`input "calibrate-min-runs": invalid value "2"; valid values: 0 (every run) or from 3 to calibrate-runs`}},

@@ -592,7 +592,7 @@ func stoppedText(w gate.WorkloadResult) string {
 	if w.Stopped == nil {
 		return ""
 	}
-	if w.Stopped.Reason == gate.StopDecided {
+	if w.Stopped.Reason == gate.StopDecided || w.Stopped.Reason == gate.StopFutile {
 		return fmt.Sprintf("stopped after %d of at most %d blocks: %s", w.Stopped.AtBlock, w.MaxBlocks, w.Stopped.Why)
 	}
 	return fmt.Sprintf("ran %d of at most %d blocks: %s", w.Stopped.AtBlock, w.MaxBlocks, w.Stopped.Why)

@@ -15,6 +15,9 @@ type ABBlock struct {
 	// MinBlocks is the fewest blocks after which the job may stop, its answer known (a
 	// sequential job); 0 or Blocks: every block runs.
 	MinBlocks int `json:"min_blocks,omitempty"`
+	// FutilityFrom is the block from which the sequential job may also stop once no
+	// rule can be decided by its maximum at the noise seen (ab --futility-from); 0: never.
+	FutilityFrom int `json:"futility_from,omitempty"`
 	// Layout is the job's order of blocks, A for the baseline, B for the candidate:
 	// "ABBAABBA".
 	Layout string `json:"layout"`

@@ -293,3 +293,38 @@ func SharedSequenceHalfWidth(n int, sd, v, conf float64) float64 {
 	bound := 2 * s2 * (math.Log(1/alpha) + 0.5*math.Log((s2+nf*w)/(s2+nf*v))) / gain
 	return math.Sqrt(bound) / nf
 }
+
+// Futile says whether a rule's sequence cannot be decided by maxPairs pairs if the
+// pairs go on as they have: the tolerance's edge lies within the half-width that
+// maxPairs pairs of the spread seen so far would give around the present mean (the
+// shared part sh added as SequentialBlocksShared adds it). Its answer is a forecast,
+// not a decision: stopping on it never makes a fail more likely, since the sequence
+// that judges the job holds at every look. hwMax is that half-width on the log scale;
+// ok is false when the blocks give fewer than three pairs of positive values.
+func Futile(blocks []Block, pol Policy, sh Shared, maxPairs int) (futile bool, hwMax float64, ok bool) {
+	pol, _, errs := pol.effective()
+	if len(errs) > 0 {
+		return false, 0, false
+	}
+	d, ok := PairLogRatios(blocks)
+	if !ok || len(d) < 3 {
+		return false, 0, false
+	}
+	var m float64
+	for _, x := range d {
+		m += x
+	}
+	m /= float64(len(d))
+	sd := sampleSD(d)
+	if sh.Var > 0 {
+		a := (1 - pol.Confidence) / 2
+		hwMax = SequenceHalfWidth(maxPairs, sd, 1-a) + sh.quantile(a)*math.Sqrt(sh.Var)
+	} else {
+		hwMax = SequenceHalfWidth(maxPairs, sd, pol.Confidence)
+	}
+	edge := math.Log1p(pol.Tolerance)
+	if pol.Direction == HigherIsBetter {
+		edge = math.Log1p(-pol.Tolerance)
+	}
+	return math.Abs(m-edge) < hwMax, hwMax, true
+}

@@ -295,3 +295,32 @@ func TestSharedSequence(t *testing.T) {
 		t.Errorf("the ratio left the sequence in %d of %d, want ≤ 5%%", miss, trials)
 	}
 }
+
+// TestFutile: four pairs that move ±30% about no change cannot bring a ±5% rule's
+// sequence to either side by 16 pairs: futile. Pairs that agree within ±1% can, and a
+// ×2 regression four times the pairs' spread beyond the edge will be decided fail:
+// neither is futile. Fewer than three pairs forecast nothing; a shared part widens
+// the forecast.
+func TestFutile(t *testing.T) {
+	pol := Policy{Direction: LowerIsBetter, Tolerance: 0.05, Confidence: 0.95}
+	noisy := pairBlocks([]float64{0.3, -0.3, 0.25, -0.2})
+	if f, hw, ok := Futile(noisy, pol, Shared{}, 16); !ok || !f || !(hw > math.Log1p(0.05)) {
+		t.Errorf("noisy A/A: futile %v, half-width at 16 pairs %.3f, ok %v; want futile", f, hw, ok)
+	}
+	quiet := pairBlocks([]float64{0.01, -0.01, 0.005, -0.008})
+	if f, _, ok := Futile(quiet, pol, Shared{}, 16); !ok || f {
+		t.Errorf("quiet A/A: futile %v, ok %v; want decidable", f, ok)
+	}
+	slow := pairBlocks([]float64{0.7, 0.66, 0.72, 0.69})
+	if f, _, ok := Futile(slow, pol, Shared{}, 16); !ok || f {
+		t.Errorf("×2 regression: futile %v, ok %v; want decidable", f, ok)
+	}
+	if _, _, ok := Futile(pairBlocks([]float64{0.3, -0.3}), pol, Shared{}, 16); ok {
+		t.Error("two pairs gave a forecast")
+	}
+	_, hw0, _ := Futile(quiet, pol, Shared{}, 16)
+	f, hw1, _ := Futile(quiet, pol, Shared{Var: 0.05 * 0.05}, 16)
+	if !(hw1 > hw0) || !f {
+		t.Errorf("a shared part of sd 0.05: half-width %.4f against %.4f without, futile %v; want wider and futile", hw1, hw0, f)
+	}
+}
