@@ -734,7 +734,7 @@ scenario_llamacpp() {
 }
 
 # llamacpp_ab: slogate ab in restart mode (target.start starts llama-server afresh for
-# every block) and sequential (--min-blocks 4 --max-blocks 16), blocks of 40 requests
+# every block) and sequential (--min-blocks 4 --max-blocks 16, --futility-from 8), blocks of 40 requests
 # (4 s). Checked: -t 1 against itself passes; one slot (-np 1) against four fails on
 # TTFT p95 (its requests queue) and stops before the maximum, decided. Reported, not
 # checked: -t 1 against -t 2, which on 2 shared cores came out faster, slower or the
@@ -764,7 +764,7 @@ llamacpp_ab() {
 		rc=0
 		local cand=ab-$c.yaml
 		[[ $c == self ]] && cand=ab-t1.yaml
-		"$SLOGATE" ab -c "$cand" --baseline-config ab-t1.yaml --min-blocks 4 --max-blocks 16 -o "ab-$c" >"ab-$c.log" 2>&1 || rc=$?
+		"$SLOGATE" ab -c "$cand" --baseline-config ab-t1.yaml --min-blocks 4 --max-blocks 16 --futility-from 8 -o "ab-$c" >"ab-$c.log" 2>&1 || rc=$?
 		if [[ ! -s ab-$c/gate.json ]]; then
 			tail -n 25 "ab-$c.log" | sed 's/^/        | /'
 			fail "llamacpp ab $c: exit $rc, no gate.json"
@@ -780,6 +780,8 @@ llamacpp_ab() {
 			else
 				fail "llamacpp ab: -t 1 against itself: exit $rc, verdict $(jq -r .verdict ab-$c/gate.json)"
 			fi
+			jqc "llamacpp ab: -t 1 against itself stops before the maximum (futile or decided)" "ab-$c/gate.json" \
+				'.workloads[0] | (.stopped.reason == "futile" or .stopped.reason == "decided") and .blocks_run < 16'
 			;;
 		np1)
 			if [[ $rc == 1 ]]; then
