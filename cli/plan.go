@@ -17,7 +17,7 @@ import (
 	"github.com/slogate/slogate/result"
 )
 
-const planUsage = `slogate plan -c FILE [-w NAME] [--baselines B] [--records DIR] [--start-cost D] [--wake-cost D] [--blocks N] [--min-blocks N]
+const planUsage = `slogate plan -c FILE [-w NAME] [--baselines B] [--records DIR] [--start-cost D] [--wake-cost D] [--blocks N] [--min-blocks N] [--futility-from N]
 
 Prints what gating a pull request will cost before anything runs, per workload: GPU
 minutes by mode (a committed baseline, A/B with an engine start per block, A/B with
@@ -40,6 +40,7 @@ func (a *app) cmdPlan(_ context.Context, args []string) int {
 	wakeCost := fs.Duration("wake-cost", 3*time.Second, "a wake of an engine from sleep mode")
 	blocks := fs.Int("blocks", 16, "an A/B job's blocks at most: a multiple of 4, at least 4")
 	minBlocks := fs.Int("min-blocks", 0, "the fewest blocks after which an A/B job may stop: even, at least 4 (default: --blocks)")
+	futilityFrom := fs.Int("futility-from", 0, "the `block` from which an A/B job stops once no rule can be decided by --blocks (ab --futility-from; 0: never)")
 	if code, ok := a.parse(fs, args); !ok {
 		return code
 	}
@@ -59,6 +60,10 @@ func (a *app) cmdPlan(_ context.Context, args []string) int {
 	}
 	if *minBlocks < 4 || *minBlocks%2 != 0 || *minBlocks > *blocks {
 		a.errorf("plan: --min-blocks %d: want an even number from 4 to --blocks %d", *minBlocks, *blocks)
+		return ExitBadInput
+	}
+	if f := *futilityFrom; f != 0 && (f < max(gate.MinFutilityFrom, *minBlocks) || f%2 != 0 || f >= *blocks) {
+		a.errorf("plan: --futility-from %d: want 0 (never) or an even block from %d (four pairs, and --min-blocks %d) to below --blocks %d", f, max(gate.MinFutilityFrom, *minBlocks), *minBlocks, *blocks)
 		return ExitBadInput
 	}
 	f, code := a.loadConfig(*config)
@@ -87,7 +92,7 @@ func (a *app) cmdPlan(_ context.Context, args []string) int {
 	for i, w := range selected {
 		cal, calPath := calibrationOf(store, w.Name)
 		p, err := plan.ForWorkload(w, plan.Inputs{
-			Job:       plan.Job{Start: *startCost, Wake: *wakeCost, MinBlocks: *minBlocks, MaxBlocks: *blocks, Confidence: f.Gate.Confidence},
+			Job:       plan.Job{Start: *startCost, Wake: *wakeCost, MinBlocks: *minBlocks, MaxBlocks: *blocks, FutilityFrom: *futilityFrom, Confidence: f.Gate.Confidence},
 			StartFrom: "--start-cost, not measured",
 			Rules:     rules, Calibration: cal, CalibrationPath: calPath, Records: recs,
 		})

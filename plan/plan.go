@@ -35,6 +35,9 @@ type Job struct {
 	Repeats int
 	// MinBlocks and MaxBlocks bound an A/B job; equal for the fixed job.
 	MinBlocks, MaxBlocks int
+	// FutilityFrom is the block from which a sequential job stops once no rule can be
+	// decided by MaxBlocks (ab --futility-from); 0: never.
+	FutilityFrom int
 	// Confidence of the gate's intervals (0.95).
 	Confidence float64
 }
@@ -184,11 +187,17 @@ func Costs(j Job, rules []Rule) []Recipe {
 
 // stopsAt is the fewest blocks, from j.MinBlocks in pairs, at which a sequence of
 // half-width hw(pairs) lies within ln(1 + tolerance) = lt; j.MaxBlocks when none does.
+// With j.FutilityFrom, a sequence that cannot fit within the tolerance even at the
+// maximum stops there instead: an unchanged candidate's pairs stay about no change, so
+// the edge stays within the maximum's reach of them.
 func stopsAt(j Job, lt float64, hw func(pairs int) float64) int {
 	for k := j.MinBlocks; k < j.MaxBlocks; k += 2 {
 		if hw(k/2) <= lt {
 			return k
 		}
+	}
+	if j.FutilityFrom > 0 && j.FutilityFrom < j.MaxBlocks && hw(j.MaxBlocks/2) > lt {
+		return j.FutilityFrom
 	}
 	return j.MaxBlocks
 }

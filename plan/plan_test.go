@@ -50,6 +50,17 @@ func TestCostsSequentialBlocks(t *testing.T) {
 	if !(fixed.Detectable[0] < quiet.Detectable[0]) {
 		t.Errorf("detectable: fixed %v, sequential %v; want the fixed job's smaller", fixed.Detectable[0], quiet.Detectable[0])
 	}
+	// With a futility stop from block 16 the noisy job, which cannot fit within its
+	// tolerance by 32, expects to stop at 16 (restarts and swaps alike); the quiet one,
+	// decided before, is unchanged.
+	j.MinBlocks, j.FutilityFrom = 4, 16
+	rs := Costs(j, []Rule{{Metric: "itl_p99", Tolerance: 0.05, RunSD: 0.2, CalRuns: 10}})
+	if rs[1].Blocks != 16 || rs[2].Blocks != 16 || rs[1].GPUMinutes >= noisy.GPUMinutes {
+		t.Errorf("noisy with futility from 16: %d and %d blocks, %.1f GPU minutes (%.1f without); want 16", rs[1].Blocks, rs[2].Blocks, rs[1].GPUMinutes, noisy.GPUMinutes)
+	}
+	if q := Costs(j, []Rule{{Metric: "itl_p99", Tolerance: 0.10, RunSD: 0.01, CalRuns: 10}})[1]; q.Blocks != quiet.Blocks {
+		t.Errorf("quiet with futility: %d blocks, want %d as without", q.Blocks, quiet.Blocks)
+	}
 }
 
 // TestCostsDetectable: more calibration runs and repeats detect smaller changes, a
