@@ -61,14 +61,7 @@ func TestABSwapsWithoutRestarts(t *testing.T) {
 			dir := t.TempDir()
 			a, out, errb := testApp(t)
 			code := a.run(context.Background(), []string{"ab", "-c", cand, "--baseline-config", base, "--blocks", "4", "-o", dir})
-			raw, err := os.ReadFile(filepath.Join(dir, "gate.json"))
-			if err != nil {
-				t.Fatalf("exit %d, no gate.json: %v\n%s\n%s", code, err, out, errb)
-			}
-			var res gate.Result
-			if err := json.Unmarshal(raw, &res); err != nil {
-				t.Fatal(err)
-			}
+			res := abGateJSON(t, dir, code, out, errb)
 			// The same engine on both sides: never a failure.
 			if code != ExitOK || res.Verdict == gate.Fail || res.Verdict == gate.Error {
 				t.Fatalf("exit %d verdict %s\n%s", code, res.Verdict, errb)

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -34,14 +35,7 @@ func TestABAgainstSimulators(t *testing.T) {
 			dir := t.TempDir()
 			a, out, errb := testApp(t)
 			code := a.run(context.Background(), []string{"ab", "-c", cand, "--baseline-config", base, "--blocks", c.blocks, "-o", dir})
-			raw, err := os.ReadFile(filepath.Join(dir, "gate.json"))
-			if err != nil {
-				t.Fatalf("exit %d, no gate.json: %v\n%s\n%s", code, err, out, errb)
-			}
-			var res gate.Result
-			if err := json.Unmarshal(raw, &res); err != nil {
-				t.Fatal(err)
-			}
+			res := abGateJSON(t, dir, code, out, errb)
 			var itl *gate.MetricResult
 			for i, m := range res.Workloads[0].Metrics {
 				if m.Metric == "itl_p99" {
@@ -103,14 +97,7 @@ func TestABSequentialStopsWhenDecided(t *testing.T) {
 	dir := t.TempDir()
 	a, out, errb := testApp(t)
 	code := a.run(context.Background(), []string{"ab", "-c", cand, "--baseline-config", base, "--blocks", "16", "--min-blocks", "4", "-o", dir})
-	raw, err := os.ReadFile(filepath.Join(dir, "gate.json"))
-	if err != nil {
-		t.Fatalf("exit %d, no gate.json: %v\n%s\n%s", code, err, out, errb)
-	}
-	var res gate.Result
-	if err := json.Unmarshal(raw, &res); err != nil {
-		t.Fatal(err)
-	}
+	res := abGateJSON(t, dir, code, out, errb)
 	w := res.Workloads[0]
 	if w.Stopped == nil || w.Stopped.Reason != gate.StopDecided || w.Stopped.AtBlock >= 16 || w.BlocksRun != w.Stopped.AtBlock || w.MaxBlocks != 16 {
 		t.Fatalf("stopped %+v, blocks run %d of %d; want decided before 16; metrics %+v\n%s", w.Stopped, w.BlocksRun, w.MaxBlocks, w.Metrics, errb)
@@ -167,14 +154,7 @@ func TestABFutilityStopsAnUndecidableJob(t *testing.T) {
 	dir := t.TempDir()
 	a, out, errb := testApp(t)
 	code := a.run(context.Background(), []string{"ab", "-c", cand, "--baseline-config", base, "--blocks", "16", "--min-blocks", "4", "--futility-from", "8", "-o", dir})
-	raw, err := os.ReadFile(filepath.Join(dir, "gate.json"))
-	if err != nil {
-		t.Fatalf("exit %d, no gate.json: %v\n%s\n%s", code, err, out, errb)
-	}
-	var res gate.Result
-	if err := json.Unmarshal(raw, &res); err != nil {
-		t.Fatal(err)
-	}
+	res := abGateJSON(t, dir, code, out, errb)
 	w := res.Workloads[0]
 	if w.Stopped == nil || w.Stopped.Reason != gate.StopFutile || w.Stopped.AtBlock != 8 || w.BlocksRun != 8 || !strings.Contains(w.Stopped.Why, "itl_p99 (±") {
 		t.Fatalf("stopped %+v after %d blocks: want futile after 8\n%s", w.Stopped, w.BlocksRun, errb)
@@ -204,4 +184,19 @@ func TestABFutilityStopsAnUndecidableJob(t *testing.T) {
 			t.Errorf("--futility-from %s: exit %d, %s", v, code, errb)
 		}
 	}
+}
+
+// abGateJSON is the gate.json an A/B job wrote in dir; the test fails without one,
+// with the job's exit code and output.
+func abGateJSON(t *testing.T, dir string, code int, out, errb fmt.Stringer) gate.Result {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, "gate.json"))
+	if err != nil {
+		t.Fatalf("exit %d, no gate.json: %v\n%s\n%s", code, err, out, errb)
+	}
+	var res gate.Result
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatal(err)
+	}
+	return res
 }

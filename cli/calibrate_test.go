@@ -136,14 +136,7 @@ func TestCalibrateRestartEveryAndAppend(t *testing.T) {
 	if code := a.run(context.Background(), []string{"calibrate", "-c", cfg, "--runs", "2", "--append", "-o", t.TempDir()}); code != ExitOK {
 		t.Fatalf("append: exit %d\n%s\n%s", code, out, errb)
 	}
-	first, err := result.Read(filepath.Join(dir, "small.c1.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _, err := gate.DirStore(filepath.Join(filepath.Dir(cfg), "baselines")).Lookup("small", gate.HardwareOf(first))
-	if err != nil || b == nil || b.Noise == nil {
-		t.Fatalf("baseline %v: %v", b, err)
-	}
+	b := calibratedBaseline(t, cfg, dir)
 	var starts []int
 	for _, x := range b.Noise.RunInfo {
 		starts = append(starts, x.Start)
@@ -193,14 +186,7 @@ func TestCalibrateStopsWhenDecided(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "small.c4.json")); err == nil {
 		t.Errorf("a fourth run was made after every rule was decided\n%s", errb)
 	}
-	first, err := result.Read(filepath.Join(dir, "small.c1.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _, err := gate.DirStore(filepath.Join(filepath.Dir(cfg), "baselines")).Lookup("small", gate.HardwareOf(first))
-	if err != nil || b == nil || b.Noise == nil {
-		t.Fatalf("baseline %v: %v", b, err)
-	}
+	b := calibratedBaseline(t, cfg, dir)
 	st := b.Noise.Stop
 	if len(b.Trials) != 3 || st == nil || st.Reason != gate.CalStopDecided || st.Runs != 3 || st.MinRuns != 3 || st.MaxRuns != 10 {
 		t.Fatalf("%d trials, stop %+v: want decided after 3 of at most 10", len(b.Trials), st)
@@ -222,4 +208,19 @@ func TestCalibrateStopsWhenDecided(t *testing.T) {
 			t.Errorf("%v: exit %d, %s", bad, code, errb)
 		}
 	}
+}
+
+// calibratedBaseline is the calibrated baseline of workload small that calibrate -c cfg
+// -o dir wrote beside cfg; the test fails without one.
+func calibratedBaseline(t *testing.T, cfg, dir string) *gate.Baseline {
+	t.Helper()
+	first, err := result.Read(filepath.Join(dir, "small.c1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := gate.DirStore(filepath.Join(filepath.Dir(cfg), "baselines")).Lookup("small", gate.HardwareOf(first))
+	if err != nil || b == nil || b.Noise == nil {
+		t.Fatalf("baseline %v: %v", b, err)
+	}
+	return b
 }
