@@ -85,6 +85,9 @@ func evalBlocks(rule workload.Rule, def metricDef, blocks []abBlock, basePol sta
 		if sp.kept > 0 && !sp.known {
 			m.Warnings = append(m.Warnings, "the spread between engine starts is unknown (no calibration of the baseline measured it): the interval leaves out the offset of the engines' one start each")
 		}
+		if sp.kept > 0 && sp.known && sp.sd == 0 {
+			m.Warnings = append(m.Warnings, fmt.Sprintf("the calibration's spread between engine starts came out 0 (its starts moved no more than their runs' own noise, on %g degrees of freedom): the interval adds nothing for the engines' one start each, though they may differ; a calibration over more starts measures it", sp.df))
+		}
 		if seq && r.Verdict != Incomparable {
 			r.Verdict = sequentialVerdict(&m, sb, pol, r.Verdict, sp.shared())
 		}

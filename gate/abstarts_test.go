@@ -1,0 +1,57 @@
+package gate
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/slogate/slogate/gate/gatetest"
+	"github.com/slogate/slogate/result"
+	"github.com/slogate/slogate/workload"
+)
+
+// TestABSwapWarnsOfAZeroStartSpread: a swapped job (no restart per block) against a
+// calibration whose spread between engine starts came out 0 adds nothing to its
+// interval for the engines' one start each, and each rule says so rather than passing
+// the 0 off as a measured absence; a spread that is not 0 is added, without the warning.
+func TestABSwapWarnsOfAZeroStartSpread(t *testing.T) {
+	f := testConfig([]workload.Rule{{Metric: "itl_p99", Direction: "lower", Tolerance: 0.10}})
+	h := workload.Hash(f, &f.Workloads[0])
+	layout := Layout(4)
+	var blocks []*result.Record
+	for i, side := range layout {
+		r := gatetest.Record(uint64(40+i), gatetest.Spec{Hash: h, Requests: 200, Trial: i + 1})
+		r.AB = &result.ABBlock{Side: map[rune]string{'A': result.SideBaseline, 'B': result.SideCandidate}[side], Block: i + 1, Blocks: len(layout), Layout: layout}
+		blocks = append(blocks, r)
+	}
+	calWithStarts := func(sd float64) CalibrationOf {
+		return func(string, string) (*Calibration, string) {
+			return &Calibration{Source: "calibrate", Runs: 10, Restarts: true, Metrics: []MetricSpread{{Metric: "itl_p99", RunSD: 0.03, WithinSD: 0.02, DF: 9,
+				Components: &Components{WithinSD: 0.02, StartsSD: &sd, DF: 9, StartsDF: 9}}}}, "baselines/chat/x.json"
+		}
+	}
+	for _, c := range []struct {
+		sd   float64
+		warn bool
+	}{{0, true}, {0.02, false}} {
+		res, err := EvaluateAB(f, blocks, calWithStarts(c.sd))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m *MetricResult
+		for i := range res.Workloads[0].Metrics {
+			if res.Workloads[0].Metrics[i].Metric == "itl_p99" {
+				m = &res.Workloads[0].Metrics[i]
+			}
+		}
+		if m == nil {
+			t.Fatalf("no itl_p99 rule: %+v", res.Workloads[0])
+		}
+		warned := strings.Contains(strings.Join(m.Warnings, "\n"), "spread between engine starts came out 0")
+		if warned != c.warn {
+			t.Errorf("start spread %v: warned %v, want %v: %q", c.sd, warned, c.warn, m.Warnings)
+		}
+		if c.sd > 0 && (m.Noise == nil || m.Noise.StartsSD == 0) {
+			t.Errorf("start spread %v: not added (%+v)", c.sd, m.Noise)
+		}
+	}
+}
