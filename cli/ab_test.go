@@ -111,7 +111,9 @@ func TestABSequentialStopsWhenDecided(t *testing.T) {
 	if res.GPUMinutes <= 0 {
 		t.Errorf("gpu_minutes %v", res.GPUMinutes)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "small.ab"+itoa(n)+".baseline.json")); err != nil {
+	// The last block's side is the layout's (ABBA...): block 10 is a candidate block.
+	last := map[byte]string{'A': "baseline", 'B': "candidate"}[gate.Layout(16)[n-1]]
+	if _, err := os.Stat(filepath.Join(dir, "small.ab"+itoa(n)+"."+last+".json")); err != nil {
 		t.Errorf("the last block's record: %v", err)
 	}
 	for _, side := range []string{"baseline", "candidate"} {
