@@ -73,7 +73,8 @@ func (s Startup) Ready() time.Duration {
 }
 
 // Launch starts the engine and waits until it answers /v1/models with 200 listing a
-// model, the ready timeout passes, or the process exits. On failure the process is
+// model and, where it has /health, /health with 200; or the ready timeout passes, or
+// the process exits. On failure the process is
 // stopped and the error quotes the end of its output. On the way it times the port's
 // first accepted connection and /health's first 200, and reads the startup phases its
 // output names (StartLog).
@@ -130,13 +131,18 @@ func Launch(ctx context.Context, s LaunchSpec) (*Process, error) {
 		}
 		if st.Port > 0 && st.Health == 0 && !noHealth {
 			switch code := probe(ctx, client, base+"/health"); code {
+			case 0, http.StatusServiceUnavailable:
+				// No answer yet, or loading (llama.cpp answers 503 until its model is
+				// loaded): ask again.
 			case http.StatusOK:
 				st.Health = time.Since(start)
-			case http.StatusNotFound, http.StatusMethodNotAllowed:
-				noHealth = true
+			default:
+				noHealth = true // 404, 405: no /health to wait for
 			}
 		}
-		if st.Port > 0 && listsModel(ctx, client, base+"/v1/models") {
+		// An engine with /health is ready when it says so: llama.cpp lists its model
+		// (the alias it was given) while /health still answers 503.
+		if st.Port > 0 && (st.Health > 0 || noHealth) && listsModel(ctx, client, base+"/v1/models") {
 			st.Model = time.Since(start)
 			st.Phases = p.log.Phases()
 			p.StartDuration = st.Ready()
