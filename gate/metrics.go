@@ -69,7 +69,7 @@ func lookupMetric(name string) (metricDef, error) {
 		return metricDef{name: name, unit: UnitTokensPS, natural: stats.HigherIsBetter, scale: 1, build: tokensPerSecond}, nil
 	case "task_goodput":
 		return metricDef{name: name, unit: UnitTasksPS, natural: stats.HigherIsBetter, scale: 1,
-			build:   func(r *run) stats.Metric { return stats.NewPerSecond(r.taskMet, r.goodputSpan()) },
+			build:   func(r *run) stats.Metric { return stats.NewPerSecond(r.taskMet, r.goodputSpan()).Of("tasks") },
 			present: func(r *run) bool { return r.taskMet != nil },
 			missing: "no tasks: the workload groups no requests into tasks (workloads[].tasks)",
 			notes:   []string{"resampled by task: a task's requests stay together"}}, nil

@@ -461,13 +461,20 @@ func (f *Fraction) Warnings() []string {
 type PerSecond struct {
 	c      counter
 	window float64
+	units  string // what a flag counts, in warnings: "requests" unless Of says
 }
 
 var _ Metric = (*PerSecond)(nil)
 
 // NewPerSecond counts true flags (one per request) per second of windowSeconds.
 func NewPerSecond(flags []bool, windowSeconds float64) *PerSecond {
-	return &PerSecond{c: newCounter(flags), window: windowSeconds}
+	return &PerSecond{c: newCounter(flags), window: windowSeconds, units: "requests"}
+}
+
+// Of names what the flags count (one per task: "tasks"), for the warnings.
+func (r *PerSecond) Of(units string) *PerSecond {
+	r.units = units
+	return r
 }
 
 // Len implements Metric.
@@ -485,7 +492,7 @@ func (r *PerSecond) Eval(w []int32) float64 {
 func (r *PerSecond) Warnings() []string {
 	var ws []string
 	if r.c.n < MinRequests {
-		ws = append(ws, fmt.Sprintf("too few requests for a bootstrap interval: %d < %d", r.c.n, MinRequests))
+		ws = append(ws, fmt.Sprintf("too few %s for a bootstrap interval: %d < %d", r.units, r.c.n, MinRequests))
 	}
 	if !(r.window > 0) || math.IsInf(r.window, 0) {
 		ws = append(ws, fmt.Sprintf("window of %v s: rate undefined", r.window))

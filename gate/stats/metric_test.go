@@ -259,6 +259,9 @@ func TestMetricWarnings(t *testing.T) {
 			"too few pooled values for a p99 interval: 60 < 100"}},
 		{"fraction of 5", NewFraction(make([]bool, 5)), []string{"too few requests for a bootstrap interval: 5 < 20"}},
 		{"goodput without window", NewPerSecond(make([]bool, 50), 0), []string{"window of 0 s: rate undefined"}},
+		// Task goodput counts tasks, and says so.
+		{"goodput of 5 requests", NewPerSecond(make([]bool, 5), 1), []string{"too few requests for a bootstrap interval: 5 < 20"}},
+		{"task goodput of 5 tasks", NewPerSecond(make([]bool, 5), 1).Of("tasks"), []string{"too few tasks for a bootstrap interval: 5 < 20"}},
 	} {
 		if got := c.m.Warnings(); !slices.Equal(got, c.want) {
 			t.Errorf("%s: Warnings() = %q, want %q", c.name, got, c.want)
