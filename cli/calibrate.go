@@ -140,7 +140,7 @@ func (a *app) calibrate(ctx context.Context, f *workload.File, p runParams, cp c
 				}
 				return written, code
 			}
-			if cp.minRuns > 0 && (len(recs) >= 2 || cp.append) {
+			if cp.minRuns > 0 && i >= cp.minRuns && (len(recs) >= 2 || cp.append) {
 				b, code := a.calibrated(f, w, store, cp, recs, starts)
 				if b == nil {
 					if stop != nil {
