@@ -102,6 +102,22 @@ func (a *app) calibrate(ctx context.Context, f *workload.File, p runParams, cp c
 		var started float64
 		var startup *result.Startup
 		var calStop *gate.CalStop
+		// The baseline the runs so far make: at each look of a sequential calibration
+		// (whose last look holds every run), else once after the runs. The baseline
+		// appended to is looked up once.
+		var b, old *gate.Baseline
+		baseline := func() int {
+			b = nil
+			if cp.append && old == nil {
+				var code int
+				if old, code = a.appendTarget(store, w.Name, gate.HardwareOf(recs[0])); old == nil {
+					return code
+				}
+			}
+			var code int
+			b, code = a.calibrated(f, old, recs, starts)
+			return code
+		}
 		for i := 1; i <= runs; i++ {
 			start := 0
 			if restarts {
@@ -141,8 +157,7 @@ func (a *app) calibrate(ctx context.Context, f *workload.File, p runParams, cp c
 				return written, code
 			}
 			if cp.minRuns > 0 && i >= cp.minRuns && (len(recs) >= 2 || cp.append) {
-				b, code := a.calibrated(f, w, store, cp, recs, starts)
-				if b == nil {
+				if code := baseline(); b == nil {
 					if stop != nil {
 						stop()
 					}
@@ -166,9 +181,10 @@ func (a *app) calibrate(ctx context.Context, f *workload.File, p runParams, cp c
 		if stop != nil {
 			stop()
 		}
-		b, code := a.calibrated(f, w, store, cp, recs, starts)
-		if b == nil {
-			return written, code
+		if calStop == nil {
+			if code := baseline(); b == nil {
+				return written, code
+			}
 		}
 		b.Noise.Stop = calStop
 		path, err := gate.Write(store.Dir, b)
@@ -198,19 +214,26 @@ func (a *app) calibrate(ctx context.Context, f *workload.File, p runParams, cp c
 	return written, ExitOK
 }
 
+// appendTarget is the stored baseline of workload on hardware that calibrate --append
+// adds its runs to; nil, with the exit code of the error already reported, when there
+// is none.
+func (a *app) appendTarget(store gate.Store, workload, hardware string) (*gate.Baseline, int) {
+	old, shown, err := store.Lookup(workload, hardware)
+	switch {
+	case err != nil:
+		return nil, a.gateError(err)
+	case old == nil:
+		a.errorf("calibrate --append: %s: no baseline of %s on %s to append to: run slogate calibrate without --append first", shown, workload, hardware)
+		return nil, ExitBadInput
+	}
+	return old, ExitOK
+}
+
 // calibrated is the baseline that the calibration runs recs (served by the engine
-// starts starts) make: a new one, or with --append the stored one with them added. A
-// nil baseline comes with the exit code of its error, already reported.
-func (a *app) calibrated(f *workload.File, w *workload.Workload, store gate.Store, cp calibrateParams, recs []*result.Record, starts []int) (*gate.Baseline, int) {
-	if cp.append {
-		old, shown, err := store.Lookup(w.Name, gate.HardwareOf(recs[0]))
-		switch {
-		case err != nil:
-			return nil, a.gateError(err)
-		case old == nil:
-			a.errorf("calibrate --append: %s: no baseline of %s on %s to append to: run slogate calibrate without --append first", shown, w.Name, gate.HardwareOf(recs[0]))
-			return nil, ExitBadInput
-		}
+// starts starts) make: a new one, or old with them added (--append). A nil baseline
+// comes with the exit code of its error, already reported.
+func (a *app) calibrated(f *workload.File, old *gate.Baseline, recs []*result.Record, starts []int) (*gate.Baseline, int) {
+	if old != nil {
 		b, err := gate.AppendCalibration(f, old, recs, starts, a.now())
 		if err != nil {
 			return nil, a.gateError(err)

@@ -70,7 +70,7 @@ func evalBlocks(rule workload.Rule, def metricDef, blocks []abBlock, basePol sta
 	pol := basePol
 	pol.Direction, pol.Tolerance = dir, rule.Tolerance
 	var verdicts []Verdict
-	if rule.Direction != "" || rule.Tolerance > 0 || (rule.Max == nil && rule.Min == nil) {
+	if isRelative(rule) {
 		r, nz := stats.CompareBlocksShared(sb, pb, pc, pol, sp.shared())
 		m.Baseline, m.Candidate = scaled(r.Baseline, def.scale), scaled(r.Candidate, def.scale)
 		m.setRatio(r.Verdict, r.Point, r.Lo, r.Hi)

@@ -34,7 +34,7 @@ const MinFutilityFrom = 8
 
 // Stopped says when and why an A/B job stopped adding blocks.
 type Stopped struct {
-	// Reason is StopDecided or StopMaxBlocks.
+	// Reason is StopDecided, StopFutile or StopMaxBlocks.
 	Reason string `json:"reason"`
 	// AtBlock is the block after which the job stopped (its blocks run).
 	AtBlock int `json:"at_block"`
@@ -120,7 +120,8 @@ func lookBlocks(rules []workload.Rule, defs []metricDef, ab []abBlock, confidenc
 		if parts != nil {
 			sp = parts[i]
 		}
-		dec := sequentialDecision(rule, def, ab, confidence, sp)
+		sb, pol := blocksOf(def, ab), seqPolicy(rule, def, confidence)
+		dec := sequentialDecision(sb, pol, sp)
 		switch dec {
 		case stats.DecidedFail:
 			failed = append(failed, rule.Metric)
@@ -129,7 +130,7 @@ func lookBlocks(rules []workload.Rule, defs []metricDef, ab []abBlock, confidenc
 		default:
 			open++
 			if stop.FutilityFrom > 0 && len(ab) >= stop.FutilityFrom {
-				f, hw, ok := stats.Futile(blocksOf(def, ab), seqPolicy(rule, def, confidence), sp.shared(), stop.MaxBlocks/2)
+				f, hw, ok := stats.Futile(sb, pol, sp.shared(), stop.MaxBlocks/2)
 				if ok && f {
 					futile = append(futile, fmt.Sprintf("%s (±%.1f%% at %d blocks against its %s)", rule.Metric, 100*math.Expm1(hw), stop.MaxBlocks, pctText(rule.Tolerance)))
 				}
@@ -158,8 +159,8 @@ func isRelative(rule workload.Rule) bool {
 	return rule.Direction != "" || rule.Tolerance > 0 || (rule.Max == nil && rule.Min == nil)
 }
 
-func sequentialDecision(rule workload.Rule, def metricDef, ab []abBlock, confidence float64, sp startPart) stats.Decision {
-	_, _, _, dec, ok := stats.SequentialBlocksShared(blocksOf(def, ab), seqPolicy(rule, def, confidence), sp.shared())
+func sequentialDecision(sb []stats.Block, pol stats.Policy, sp startPart) stats.Decision {
+	_, _, _, dec, ok := stats.SequentialBlocksShared(sb, pol, sp.shared())
 	if !ok {
 		return stats.Undecided
 	}

@@ -112,9 +112,10 @@ func LookCalibration(cfg *workload.File, w *workload.Workload, cal *Calibration,
 	return nil, nil
 }
 
-// lookCalibration is every relative bootstrapped rule's look.
+// lookCalibration is the look of every rule judged against noise (NoiseRules) with a
+// tolerance.
 func lookCalibration(cfg *workload.File, w *workload.Workload, cal *Calibration, n, minRuns, maxRuns int) ([]CalRuleLook, error) {
-	rules, defs, err := ruleDefs(cfg)
+	rules, err := NoiseRules(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -127,8 +128,8 @@ func lookCalibration(cfg *workload.File, w *workload.Workload, cal *Calibration,
 	repeats := max(w.Repeats, 1)
 	total := cal.Runs + (maxRuns - n) // the baseline's runs at the maximum
 	var out []CalRuleLook
-	for i, rule := range rules {
-		if defs[i].kind != kindBootstrap || !isRelative(rule) || rule.Tolerance <= 0 {
+	for _, rule := range rules {
+		if rule.Tolerance <= 0 {
 			continue
 		}
 		l := CalRuleLook{Metric: rule.Metric, Tolerance: rule.Tolerance}

@@ -180,7 +180,7 @@ func calibrateRuns(cfg *workload.File, runs []*run, info []CalRun, now time.Time
 		if err != nil {
 			return nil, inputErrorf("%s: gate.rules: %v", cfg.Path, err)
 		}
-		relative := r.Direction != "" || r.Tolerance > 0 || (r.Max == nil && r.Min == nil)
+		relative := isRelative(r)
 		if def.kind != kindBootstrap || !relative || slices.ContainsFunc(c.Metrics, func(m MetricSpread) bool { return m.Metric == r.Metric }) {
 			continue
 		}

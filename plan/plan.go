@@ -160,10 +160,13 @@ func Costs(j Job, rules []Rule) []Recipe {
 			continue
 		}
 		v := 2 * r.StartsSD * r.StartsSD
-		a := (1 - conf) / 2
-		k := stats.TQuantile(1-a/2, float64(r.StartsDF)) * math.Sqrt(v)
 		if seq {
-			hw := func(n int) float64 { return stats.SequenceHalfWidth(n, sPair, 1-a) + k }
+			// The swapped job's sequence: the pairs' and the starts' half-widths, as
+			// the gate adds them.
+			sh := stats.Shared{Var: v, DF: float64(r.StartsDF)}
+			hw := func(n int) float64 {
+				return sh.HalfWidth(conf, func(level float64) float64 { return stats.SequenceHalfWidth(n, sPair, level) })
+			}
 			sw = append(sw, math.Expm1(lt+hw(pairs)+z*math.Sqrt(sPair*sPair/float64(pairs)+v)))
 			swBlocks = max(swBlocks, stopsAt(j, lt, hw))
 		} else {

@@ -183,6 +183,18 @@ func (s Shared) quantile(a float64) float64 {
 	return normalQuantile(1 - a/2)
 }
 
+// HalfWidth is the half-width at level conf of an interval for a ratio whose pairs
+// share the part s, where own(level) is the pairs' own half-width at a level: the two
+// added, each at half of the error rate (a union bound); own(conf) alone when s holds
+// no variance.
+func (s Shared) HalfWidth(conf float64, own func(level float64) float64) float64 {
+	if s.Var <= 0 {
+		return own(conf)
+	}
+	a := (1 - conf) / 2
+	return own(1-a) + s.quantile(a)*math.Sqrt(s.Var)
+}
+
 // SequentialBlocksShared is SequentialBlocks for a job whose pairs share a part sh. The
 // pairs' mean then estimates the ratio plus the shared part, and their sequence covers
 // that sum at every look. The shared part is drawn once, before the first block, so a
@@ -199,14 +211,11 @@ func SequentialBlocksShared(blocks []Block, pol Policy, sh Shared) (point, lo, h
 	if !ok || len(d) == 0 {
 		return 0, 0, 0, Undecided, false
 	}
-	var m, h float64
-	if sh.Var > 0 {
-		a := (1 - pol.Confidence) / 2
-		m, h = ConfidenceSequence(d, 1-a)
-		h += sh.quantile(a) * math.Sqrt(sh.Var)
-	} else {
-		m, h = ConfidenceSequence(d, pol.Confidence)
-	}
+	var m float64
+	h := sh.HalfWidth(pol.Confidence, func(level float64) (h float64) {
+		m, h = ConfidenceSequence(d, level)
+		return h
+	})
 	point, lo, hi = math.Exp(m), math.Exp(m-h), math.Exp(m+h)
 	return point, lo, hi, Decide(pol.Direction, pol.Tolerance, lo, hi), true
 }
@@ -297,7 +306,7 @@ func SharedSequenceHalfWidth(n int, sd, v, conf float64) float64 {
 // Futile says whether a rule's sequence cannot be decided by maxPairs pairs if the
 // pairs go on as they have: the tolerance's edge lies within the half-width that
 // maxPairs pairs of the spread seen so far would give around the present mean (the
-// shared part sh added as SequentialBlocksShared adds it). Its answer is a forecast,
+// shared part sh added by Shared.HalfWidth, as SequentialBlocksShared adds it). Its answer is a forecast,
 // not a decision: stopping on it never makes a fail more likely, since the sequence
 // that judges the job holds at every look. hwMax is that half-width on the log scale;
 // ok is false when the blocks give fewer than three pairs of positive values.
@@ -316,12 +325,7 @@ func Futile(blocks []Block, pol Policy, sh Shared, maxPairs int) (futile bool, h
 	}
 	m /= float64(len(d))
 	sd := sampleSD(d)
-	if sh.Var > 0 {
-		a := (1 - pol.Confidence) / 2
-		hwMax = SequenceHalfWidth(maxPairs, sd, 1-a) + sh.quantile(a)*math.Sqrt(sh.Var)
-	} else {
-		hwMax = SequenceHalfWidth(maxPairs, sd, pol.Confidence)
-	}
+	hwMax = sh.HalfWidth(pol.Confidence, func(level float64) float64 { return SequenceHalfWidth(maxPairs, sd, level) })
 	edge := math.Log1p(pol.Tolerance)
 	if pol.Direction == HigherIsBetter {
 		edge = math.Log1p(-pol.Tolerance)
