@@ -480,7 +480,7 @@ func judgeWorkload(cfg *workload.File, w *workload.Workload, hw string, recs []*
 		wg.Go(func() { ms[i], judged[i] = evalRule(rules[i], defs[i], base, cand, cal, cfg.Gate) })
 	}
 	wg.Wait()
-	if st := repeatStopOf(recs); st != nil {
+	if st := result.RepeatStopOf(recs); st != nil {
 		wr.Repeats = st
 		wr.Warnings = append(wr.Warnings, repeatsNote(st))
 		for i := range ms {

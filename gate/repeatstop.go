@@ -141,17 +141,6 @@ func repeatsSequence(rule workload.Rule, def metricDef, base, cand []*run, cal *
 	return stats.RepeatsSequence(side, logs, ms.Spread(), pol)
 }
 
-// repeatStopOf is the stop of a candidate's sequential repeats recorded on its trials;
-// nil when they were not sequential.
-func repeatStopOf(recs []*result.Record) *result.RepeatStop {
-	for _, r := range recs {
-		if r.RepeatStop != nil {
-			return r.RepeatStop
-		}
-	}
-	return nil
-}
-
 // judgeRepeatsSequence replaces the interval of each calibrated rule of a candidate
 // whose repeats were sequential by the rules' sequence, the one its stopping rule
 // looked at, and judges it by the usual rule (fail when wholly beyond the tolerance,

@@ -847,15 +847,12 @@ func CheckTrials(f *workload.File, recs []*result.Record) error {
 		repeats := max(w.Repeats, 1)
 		want := repeats
 		seen := map[int]bool{}
-		var stop *result.RepeatStop
 		for _, r := range rs {
 			seen[max(r.Trial, 1)] = true
-			if r.RepeatStop != nil {
-				stop = r.RepeatStop
-			}
 		}
 		// Sequential repeats that stopped early (run --min-repeats) say how many ran,
 		// on their last trial: that many, numbered 1..Run, are the whole run.
+		stop := result.RepeatStopOf(rs)
 		if stop != nil && stop.Repeats == repeats && stop.Run >= 1 && stop.Run <= repeats {
 			want = stop.Run
 		}

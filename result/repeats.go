@@ -21,3 +21,14 @@ type RepeatStop struct {
 	Reason string `json:"reason"`
 	Why    string `json:"why"`
 }
+
+// RepeatStopOf is the stop recorded on a workload's trials (on the last one run); nil
+// when its repeats were not sequential.
+func RepeatStopOf(trials []*Record) *RepeatStop {
+	for _, r := range trials {
+		if r.RepeatStop != nil {
+			return r.RepeatStop
+		}
+	}
+	return nil
+}
