@@ -82,8 +82,8 @@ func (a *app) cmdAB(ctx context.Context, args []string) int {
 		a.errorf("ab: --min-blocks %d: want an even number (the job decides on pairs of blocks) from 4 to --blocks %d", p.minBlocks, p.blocks)
 		return ExitBadInput
 	}
-	if f := p.futilityFrom; f != 0 && (f < max(gate.MinFutilityFrom, p.minBlocks) || f%2 != 0 || f >= p.blocks) {
-		a.errorf("ab: --futility-from %d: want 0 (never) or an even block from %d (four pairs, and --min-blocks %d) to below --blocks %d", f, max(gate.MinFutilityFrom, p.minBlocks), p.minBlocks, p.blocks)
+	if err := (gate.ABStop{MinBlocks: p.minBlocks, MaxBlocks: p.blocks, FutilityFrom: p.futilityFrom}).CheckFutility(); err != nil {
+		a.errorf("ab: --futility-from %d: %v", p.futilityFrom, err)
 		return ExitBadInput
 	}
 	if p.cand, _ = a.loadConfig(*config); p.cand == nil {

@@ -62,8 +62,8 @@ func (a *app) cmdPlan(_ context.Context, args []string) int {
 		a.errorf("plan: --min-blocks %d: want an even number from 4 to --blocks %d", *minBlocks, *blocks)
 		return ExitBadInput
 	}
-	if f := *futilityFrom; f != 0 && (f < max(gate.MinFutilityFrom, *minBlocks) || f%2 != 0 || f >= *blocks) {
-		a.errorf("plan: --futility-from %d: want 0 (never) or an even block from %d (four pairs, and --min-blocks %d) to below --blocks %d", f, max(gate.MinFutilityFrom, *minBlocks), *minBlocks, *blocks)
+	if err := (gate.ABStop{MinBlocks: *minBlocks, MaxBlocks: *blocks, FutilityFrom: *futilityFrom}).CheckFutility(); err != nil {
+		a.errorf("plan: --futility-from %d: %v", *futilityFrom, err)
 		return ExitBadInput
 	}
 	f, code := a.loadConfig(*config)

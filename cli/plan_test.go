@@ -75,6 +75,7 @@ func TestPlanBadInput(t *testing.T) {
 		{[]string{"--start-cost", "0s"}, "--start-cost 0s: want a duration above 0"},
 		{[]string{"--blocks", "10"}, "--blocks 10: want a multiple of 4"},
 		{[]string{"--min-blocks", "6", "--blocks", "4"}, "--min-blocks 6: want an even number from 4 to --blocks 4"},
+		{[]string{"--min-blocks", "4", "--blocks", "32", "--futility-from", "6"}, "--futility-from 6: want 0 (never) or an even block from 8"},
 	} {
 		a, _, errb := testApp(t)
 		if code := a.run(context.Background(), append([]string{"plan", "-c", cfg}, c.args...)); code != ExitBadInput || !strings.Contains(errb.String(), c.want) {

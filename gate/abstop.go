@@ -58,6 +58,16 @@ type ABStop struct {
 	FutilityFrom         int
 }
 
+// CheckFutility says what is wrong with s.FutilityFrom, nil when nothing: it is 0, or
+// an even block from MinFutilityFrom and from MinBlocks to below MaxBlocks.
+func (s ABStop) CheckFutility() error {
+	f, from := s.FutilityFrom, max(MinFutilityFrom, s.MinBlocks)
+	if f == 0 || (f >= from && f%2 == 0 && f < s.MaxBlocks) {
+		return nil
+	}
+	return fmt.Errorf("want 0 (never) or an even block from %d (four pairs, and the minimum of %d blocks) to below the maximum of %d", from, s.MinBlocks, s.MaxBlocks)
+}
+
 // Sequential says whether the job may stop before its maximum.
 func (s ABStop) Sequential() bool { return s.MinBlocks > 0 && s.MinBlocks < s.MaxBlocks }
 
