@@ -592,10 +592,8 @@ func stoppedText(w gate.WorkloadResult) string {
 	if w.Stopped == nil {
 		return ""
 	}
-	if w.Stopped.Reason == gate.StopDecided || w.Stopped.Reason == gate.StopFutile {
-		return fmt.Sprintf("stopped after %d of at most %d blocks: %s", w.Stopped.AtBlock, w.MaxBlocks, w.Stopped.Why)
-	}
-	return fmt.Sprintf("ran %d of at most %d blocks: %s", w.Stopped.AtBlock, w.MaxBlocks, w.Stopped.Why)
+	early := w.Stopped.Reason == gate.StopDecided || w.Stopped.Reason == gate.StopFutile
+	return stopLine(early, w.Stopped.AtBlock, w.MaxBlocks, "blocks", w.Stopped.Why)
 }
 
 // repeatsText is the comment's line on a candidate's sequential repeats: "stopped after 2
@@ -605,8 +603,15 @@ func repeatsText(w gate.WorkloadResult) string {
 	if st == nil {
 		return ""
 	}
-	if st.Reason == result.RepeatsDecided {
-		return fmt.Sprintf("stopped after %d of at most %d runs: %s", st.Run, st.Repeats, st.Why)
+	return stopLine(st.Reason == result.RepeatsDecided, st.Run, st.Repeats, "runs", st.Why)
+}
+
+// stopLine says how many of at most how many units a sequence ran, and why: "stopped
+// after" when it stopped before the maximum (early), "ran" when it did not.
+func stopLine(early bool, n, most int, units, why string) string {
+	verb := "ran"
+	if early {
+		verb = "stopped after"
 	}
-	return fmt.Sprintf("ran %d of at most %d runs: %s", st.Run, st.Repeats, st.Why)
+	return fmt.Sprintf("%s %d of at most %d %s: %s", verb, n, most, units, why)
 }
