@@ -42,8 +42,8 @@ func TestLookCalibrationDecides(t *testing.T) {
 	if err != nil || st == nil || st.Reason != CalStopDecided || st.Rules[0].Decided != CalSupported || !strings.Contains(st.Why, "itl_p99 supports ±10%") {
 		t.Fatalf("tiny spread after 5 of at most 20: %+v (%v), want decided supported", st, err)
 	}
-	// Three runs know a spread only within a factor of 27 at this look's level: even a
-	// tiny one is not decided.
+	// After three runs the spread's interval at this look's level reaches 26.8 times the
+	// estimate: even a tiny one is not decided.
 	if st, _ := LookCalibration(f, w, calWith(3, 0.005), 3, 3, 20); st != nil {
 		t.Errorf("3 runs decided: %+v", st)
 	}
