@@ -31,7 +31,10 @@ confidence sequence (valid however often it is looked at) and stops as soon as a
 is decided fail or every rule is decided; only a close call runs all --blocks. With
 --futility-from N it also stops, from block N on, once no undecided rule could be
 decided by --blocks if its pairs went on as they have (an engine against itself on a
-host noisier than the tolerance); the job is then judged as at the maximum. An
+host noisier than the tolerance); the job is then judged as at the maximum. With
+--final-share F a job that runs all --blocks is judged there by the blocks' fixed
+interval at that share of the error rate, its looks before by the sequences at the
+rest: a close call is then judged with the fixed design's power. An
 engine started once for the job (any target.swap but restart, or one someone else runs)
 keeps its start's offset through all its blocks, which the blocks cannot see: the
 intervals then add the spread between engine starts of the baseline's calibration in
@@ -49,6 +52,7 @@ type abParams struct {
 	names                  stringList
 	blocks, minBlocks      int
 	futilityFrom           int
+	finalShare             float64
 	outDir                 string
 	baselines              string
 }
@@ -65,6 +69,7 @@ func (a *app) cmdAB(ctx context.Context, args []string) int {
 	fs.IntVar(&p.blocks, "max-blocks", 16, "the same as --blocks")
 	fs.IntVar(&p.minBlocks, "min-blocks", 0, "the fewest blocks after which the job may stop, its answer known: even, at least 4 (default: --blocks, every block runs)")
 	fs.IntVar(&p.futilityFrom, "futility-from", 0, "with --min-blocks: also stop from this `block` on (even, at least 8) once no rule can be decided by --blocks at the noise seen (0: never)")
+	fs.Float64Var(&p.finalShare, "final-share", 0, "with --min-blocks: the `share` of the error rate kept for the blocks' fixed interval that judges a job reaching --blocks (0 to 0.9; 0: the sequences judge it)")
 	fs.Var(&p.names, "w", "workload `name` (repeatable or comma-separated; default: all)")
 	fs.StringVar(&p.outDir, "o", "slogate-out", "output `dir`ectory")
 	fs.StringVar(&p.baselines, "baselines", "", "baselines `dir`ectory whose calibrations give the spread between engine starts (default: gate.baselines, relative to the config file)")
@@ -82,8 +87,13 @@ func (a *app) cmdAB(ctx context.Context, args []string) int {
 		a.errorf("ab: --min-blocks %d: want an even number (the job decides on pairs of blocks) from 4 to --blocks %d", p.minBlocks, p.blocks)
 		return ExitBadInput
 	}
-	if err := (gate.ABStop{MinBlocks: p.minBlocks, MaxBlocks: p.blocks, FutilityFrom: p.futilityFrom}).CheckFutility(); err != nil {
+	stop := gate.ABStop{MinBlocks: p.minBlocks, MaxBlocks: p.blocks, FutilityFrom: p.futilityFrom, FinalShare: p.finalShare}
+	if err := stop.CheckFutility(); err != nil {
 		a.errorf("ab: --futility-from %d: %v", p.futilityFrom, err)
+		return ExitBadInput
+	}
+	if err := stop.CheckFinal(); err != nil {
+		a.errorf("ab: --final-share %g: %v", p.finalShare, err)
 		return ExitBadInput
 	}
 	if p.cand, _ = a.loadConfig(*config); p.cand == nil {
@@ -127,7 +137,7 @@ func (a *app) abJob(ctx context.Context, p abParams) (*gate.Result, []*result.Re
 		return nil, nil, a.measureError(err)
 	}
 	layout := gate.Layout(p.blocks)
-	stop := gate.ABStop{MinBlocks: p.minBlocks, MaxBlocks: p.blocks, FutilityFrom: p.futilityFrom}
+	stop := gate.ABStop{MinBlocks: p.minBlocks, MaxBlocks: p.blocks, FutilityFrom: p.futilityFrom, FinalShare: p.finalShare}
 	// Looked up once: the job looks after every block.
 	cals := gate.CalibrationOf(baselineStore(p.cand, p.baselines).CalibrationOf).Once()
 	r := a.runner()
@@ -180,7 +190,7 @@ func (a *app) abJob(ctx context.Context, p abParams) (*gate.Result, []*result.Re
 			}
 			rec.AB = &result.ABBlock{Side: name, Block: k + 1, Blocks: p.blocks, Layout: layout, Restarted: f.Target.Start != nil, Swap: cost}
 			if stop.Sequential() {
-				rec.AB.MinBlocks, rec.AB.FutilityFrom = p.minBlocks, p.futilityFrom
+				rec.AB.MinBlocks, rec.AB.FutilityFrom, rec.AB.FinalShare = p.minBlocks, p.futilityFrom, p.finalShare
 			}
 			path := filepath.Join(p.outDir, fmt.Sprintf("%s.ab%d.%s.json", w.Name, k+1, name))
 			if err := result.Write(path, rec); err != nil {

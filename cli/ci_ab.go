@@ -55,7 +55,7 @@ func (c *ci) modeAB(ctx context.Context) int {
 	if minBlocks == 0 {
 		minBlocks = blocks
 	}
-	res, recs, code := c.abJob(ctx, abParams{base: bf, cand: c.f, candTarget: c.in.Target, blocks: blocks, minBlocks: minBlocks, futilityFrom: c.in.FutilityFrom, outDir: c.outDir})
+	res, recs, code := c.abJob(ctx, abParams{base: bf, cand: c.f, candTarget: c.in.Target, blocks: blocks, minBlocks: minBlocks, futilityFrom: c.in.FutilityFrom, finalShare: c.in.FinalShare, outDir: c.outDir})
 	if res == nil {
 		return fail(max(code, ExitFailure))
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/slogate/slogate/result"
 )
 
-const planUsage = `slogate plan -c FILE [-w NAME] [--baselines B] [--records DIR] [--start-cost D] [--wake-cost D] [--blocks N] [--min-blocks N] [--futility-from N]
+const planUsage = `slogate plan -c FILE [-w NAME] [--baselines B] [--records DIR] [--start-cost D] [--wake-cost D] [--blocks N] [--min-blocks N] [--futility-from N] [--final-share F]
 
 Prints what gating a pull request will cost before anything runs, per workload: GPU
 minutes by mode (a committed baseline, A/B with an engine start per block, A/B with
@@ -40,6 +40,7 @@ func (a *app) cmdPlan(_ context.Context, args []string) int {
 	wakeCost := fs.Duration("wake-cost", 3*time.Second, "a wake of an engine from sleep mode")
 	blocks := fs.Int("blocks", 16, "an A/B job's blocks at most: a multiple of 4, at least 4")
 	minBlocks := fs.Int("min-blocks", 0, "the fewest blocks after which an A/B job may stop: even, at least 4 (default: --blocks)")
+	finalShare := fs.Float64("final-share", 0, "the `share` of the error rate kept for the fixed interval that judges an A/B job reaching --blocks (ab --final-share; 0: none)")
 	futilityFrom := fs.Int("futility-from", 0, "the `block` from which an A/B job stops once no rule can be decided by --blocks (ab --futility-from; 0: never)")
 	if code, ok := a.parse(fs, args); !ok {
 		return code
@@ -62,7 +63,12 @@ func (a *app) cmdPlan(_ context.Context, args []string) int {
 		a.errorf("plan: --min-blocks %d: want an even number from 4 to --blocks %d", *minBlocks, *blocks)
 		return ExitBadInput
 	}
-	if err := (gate.ABStop{MinBlocks: *minBlocks, MaxBlocks: *blocks, FutilityFrom: *futilityFrom}).CheckFutility(); err != nil {
+	stop := gate.ABStop{MinBlocks: *minBlocks, MaxBlocks: *blocks, FutilityFrom: *futilityFrom, FinalShare: *finalShare}
+	if err := stop.CheckFinal(); err != nil {
+		a.errorf("plan: --final-share %g: %v", *finalShare, err)
+		return ExitBadInput
+	}
+	if err := stop.CheckFutility(); err != nil {
 		a.errorf("plan: --futility-from %d: %v", *futilityFrom, err)
 		return ExitBadInput
 	}
@@ -92,7 +98,7 @@ func (a *app) cmdPlan(_ context.Context, args []string) int {
 	for i, w := range selected {
 		cal, calPath := calibrationOf(store, w.Name)
 		p, err := plan.ForWorkload(w, plan.Inputs{
-			Job:       plan.Job{Start: *startCost, Wake: *wakeCost, MinBlocks: *minBlocks, MaxBlocks: *blocks, FutilityFrom: *futilityFrom, Confidence: f.Gate.Confidence},
+			Job:       plan.Job{Start: *startCost, Wake: *wakeCost, MinBlocks: *minBlocks, MaxBlocks: *blocks, FutilityFrom: *futilityFrom, FinalShare: *finalShare, Confidence: f.Gate.Confidence},
 			StartFrom: "--start-cost, not measured",
 			Rules:     rules, Calibration: cal, CalibrationPath: calPath, Records: recs,
 		})

@@ -76,6 +76,8 @@ func TestPlanBadInput(t *testing.T) {
 		{[]string{"--blocks", "10"}, "--blocks 10: want a multiple of 4"},
 		{[]string{"--min-blocks", "6", "--blocks", "4"}, "--min-blocks 6: want an even number from 4 to --blocks 4"},
 		{[]string{"--min-blocks", "4", "--blocks", "32", "--futility-from", "6"}, "--futility-from 6: want 0 (never) or an even block from 8"},
+		{[]string{"--min-blocks", "4", "--final-share", "1"}, "--final-share 1: want a share of the error rate from 0"},
+		{[]string{"--final-share", "0.5"}, "--final-share 0.5: a job of a fixed 16 blocks is judged by the fixed interval"},
 	} {
 		a, _, errb := testApp(t)
 		if code := a.run(context.Background(), append([]string{"plan", "-c", cfg}, c.args...)); code != ExitBadInput || !strings.Contains(errb.String(), c.want) {

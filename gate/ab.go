@@ -48,7 +48,10 @@ func joinRuns(rs []*run) *run {
 //
 // sp is what the engines' starts put into the ratio that the blocks cannot see (engines
 // kept through their blocks): its spread joins the interval, fixed or sequential.
-func evalBlocks(rule workload.Rule, def metricDef, blocks []abBlock, basePol stats.Policy, seq bool, sp startPart) MetricResult {
+//
+// stop is the job's stopping rule: a sequential job is judged by its sequences, or at
+// its maximum with a final share by the fixed interval at that share of the error rate.
+func evalBlocks(rule workload.Rule, def metricDef, blocks []abBlock, basePol stats.Policy, stop ABStop, sp startPart) MetricResult {
 	m := MetricResult{Metric: rule.Metric, Unit: def.unit, Tolerance: rule.Tolerance, Max: rule.Max, Min: rule.Min, Method: MethodBlocks}
 	dir := ruleDirection(rule, def)
 	m.Direction = dir.String()
@@ -69,6 +72,15 @@ func evalBlocks(rule workload.Rule, def metricDef, blocks []abBlock, basePol sta
 	pb, pc := def.build(joinRuns(base)), def.build(joinRuns(cand))
 	pol := basePol
 	pol.Direction, pol.Tolerance = dir, rule.Tolerance
+	conf := cmp.Or(pol.Confidence, stats.DefaultConfidence)
+	seq := !stop.judgedFixedAt(len(blocks))
+	if stop.Sequential() && !seq {
+		pol.Confidence = stop.FinalConfidence(conf)
+		m.Warnings = append(m.Warnings, fmt.Sprintf("judged at the maximum of %d blocks by the blocks' fixed interval at %s confidence (--final-share %g of the error rate; the looks before it took the rest)", stop.MaxBlocks, pctText(pol.Confidence), stop.FinalShare))
+	}
+	if seq {
+		pol.Confidence = stop.SeqConfidence(conf)
+	}
 	var verdicts []Verdict
 	if isRelative(rule) {
 		r, nz := stats.CompareBlocksShared(sb, pb, pc, pol, sp.shared())
@@ -226,7 +238,11 @@ func judgeAB(cfg *workload.File, name string, recs []*result.Record, rules []wor
 	wr.BlocksRun, wr.MaxBlocks = len(recs), first.AB.Blocks
 	wr.Warnings = append(wr.Warnings, fmt.Sprintf("A/B in one job: %d blocks laid out %s (A: baseline, B: candidate)", len(recs), first.AB.Layout[:min(len(recs), len(first.AB.Layout))]))
 	if stop.Sequential() {
-		wr.Warnings = append(wr.Warnings, fmt.Sprintf("sequential: at least %d and at most %d blocks, judged by a confidence sequence valid at every look (docs/noise.md)", stop.MinBlocks, stop.MaxBlocks))
+		w := fmt.Sprintf("sequential: at least %d and at most %d blocks, judged by a confidence sequence valid at every look (docs/noise.md)", stop.MinBlocks, stop.MaxBlocks)
+		if stop.FinalShare > 0 {
+			w = fmt.Sprintf("sequential: at least %d and at most %d blocks, judged before the maximum by a confidence sequence valid at every look at %s of the error rate, at the maximum by the blocks' fixed interval at the other %s (docs/noise.md)", stop.MinBlocks, stop.MaxBlocks, pctText(1-stop.FinalShare), pctText(stop.FinalShare))
+		}
+		wr.Warnings = append(wr.Warnings, w)
 	}
 	if wr.Swap = abSwapTotal(recs); wr.Swap != nil {
 		wr.Warnings = append(wr.Warnings, swapNote(wr.Swap))
@@ -281,7 +297,7 @@ func judgeAB(cfg *workload.File, name string, recs []*result.Record, rules []wor
 				m.Method, m.Verdict, m.Warnings = MethodBlocks, v, []string{why}
 				break
 			}
-			m = evalBlocks(rule, def, ab, pol, stop.Sequential(), parts[i])
+			m = evalBlocks(rule, def, ab, pol, stop, parts[i])
 		}
 		wr.Metrics = append(wr.Metrics, m)
 		verdicts = append(verdicts, m.Verdict)

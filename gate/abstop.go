@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"strings"
@@ -53,9 +54,58 @@ type Stopped struct {
 // that the maximum would have passed (the job is judged by the same sequences, valid at
 // every look), but a regression whose first pairs understate it may stop undecided: the
 // later the futility looks start, the rarer that is (docs/noise.md).
+//
+// With FinalShare (0: none) a job that reaches its maximum is judged there by the
+// blocks' fixed interval (stats.CompareBlocks) at that share of the error rate, and
+// its looks before the maximum by the sequences at the rest: the chance of a wrong
+// decision is at most the sum of the two, however often the job looks (a union bound).
+// The fixed interval of all the blocks is much narrower than the sequence at the same
+// blocks (the sequence pays for every look it may take), so a close call that runs to
+// the maximum is judged with the power of the fixed design, at the price of sequences
+// a little wider before it.
 type ABStop struct {
 	MinBlocks, MaxBlocks int
 	FutilityFrom         int
+	FinalShare           float64
+}
+
+// MaxFinalShare is the largest share of the error rate a job may keep for its maximum:
+// the sequences' looks keep the rest, and with less than a tenth they could hardly stop
+// anything early.
+const MaxFinalShare = 0.9
+
+// CheckFinal says what is wrong with s.FinalShare, nil when nothing: from 0 to
+// MaxFinalShare, and 0 unless the job is sequential.
+func (s ABStop) CheckFinal() error {
+	f := s.FinalShare
+	if !(f >= 0 && f <= MaxFinalShare) {
+		return fmt.Errorf("want a share of the error rate from 0 (none: the sequences judge the maximum too) to %g", MaxFinalShare)
+	}
+	if f > 0 && !s.Sequential() {
+		return fmt.Errorf("a job of a fixed %d blocks is judged by the fixed interval at the whole error rate already: a share for its maximum needs a minimum below the maximum", s.MaxBlocks)
+	}
+	return nil
+}
+
+// SeqConfidence is the level of the sequences at the looks before the maximum for an
+// overall confidence conf: all of it without a final share.
+func (s ABStop) SeqConfidence(conf float64) float64 {
+	return 1 - (1-conf)*(1-s.FinalShare)
+}
+
+// FinalConfidence is the level of the fixed interval that judges a job at its maximum
+// (FinalShare of the error rate); 0 when the sequences judge it.
+func (s ABStop) FinalConfidence(conf float64) float64 {
+	if s.FinalShare <= 0 {
+		return 0
+	}
+	return 1 - (1-conf)*s.FinalShare
+}
+
+// judgedFixedAt says whether a job of n blocks under s is judged by the fixed interval:
+// a fixed job always, a sequential one with a final share when it reached its maximum.
+func (s ABStop) judgedFixedAt(n int) bool {
+	return !s.Sequential() || (s.FinalShare > 0 && n >= s.MaxBlocks)
 }
 
 // CheckFutility says what is wrong with s.FutilityFrom, nil when nothing: it is 0, or
@@ -73,7 +123,7 @@ func (s ABStop) Sequential() bool { return s.MinBlocks > 0 && s.MinBlocks < s.Ma
 
 // stopOf is the stopping rule a job's records were made under.
 func stopOf(r *result.Record) ABStop {
-	return ABStop{MinBlocks: r.AB.MinBlocks, MaxBlocks: r.AB.Blocks, FutilityFrom: r.AB.FutilityFrom}
+	return ABStop{MinBlocks: r.AB.MinBlocks, MaxBlocks: r.AB.Blocks, FutilityFrom: r.AB.FutilityFrom, FinalShare: r.AB.FinalShare}
 }
 
 // LookAB is the stopping rule's look after a block of one workload's A/B job: recs are
@@ -117,6 +167,7 @@ func LookAB(cfg *workload.File, stop ABStop, recs []*result.Record, cals Calibra
 // stop.FutilityFrom when no undecided rule can be decided by the maximum; and why. parts
 // are the rules' start parts (nil: none).
 func lookBlocks(rules []workload.Rule, defs []metricDef, ab []abBlock, confidence float64, parts []startPart, stop ABStop) (string, string) {
+	confidence = cmp.Or(confidence, stats.DefaultConfidence)
 	var decided, failed, futile []string
 	open := 0
 	for i, rule := range rules {
@@ -130,7 +181,7 @@ func lookBlocks(rules []workload.Rule, defs []metricDef, ab []abBlock, confidenc
 		if parts != nil {
 			sp = parts[i]
 		}
-		sb, pol := blocksOf(def, ab), seqPolicy(rule, def, confidence)
+		sb, pol := blocksOf(def, ab), seqPolicy(rule, def, stop.SeqConfidence(confidence))
 		dec := sequentialDecision(sb, pol, sp)
 		switch dec {
 		case stats.DecidedFail:
@@ -140,7 +191,7 @@ func lookBlocks(rules []workload.Rule, defs []metricDef, ab []abBlock, confidenc
 		default:
 			open++
 			if stop.FutilityFrom > 0 && len(ab) >= stop.FutilityFrom {
-				f, hw, ok := stats.Futile(sb, pol, sp.shared(), stop.MaxBlocks/2)
+				f, hw, ok := stats.Futile(sb, pol, sp.shared(), stop.MaxBlocks/2, stop.FinalConfidence(confidence))
 				if ok && f {
 					futile = append(futile, fmt.Sprintf("%s (±%.1f%% at %d blocks against its %s)", rule.Metric, 100*math.Expm1(hw), stop.MaxBlocks, pctText(rule.Tolerance)))
 				}

@@ -147,7 +147,7 @@ func seqJobs(t *testing.T, trials int, stop ABStop, rc recipe, slow float64) []s
 			if parts != nil {
 				sp = parts[j]
 			}
-			vs[j] = evalBlocks(recommended.rules[j], d, blocks, policyOf(recommended.rules[j]), true, sp).Verdict
+			vs[j] = evalBlocks(recommended.rules[j], d, blocks, policyOf(recommended.rules[j]), stop, sp).Verdict
 		}
 		out[i] = seqTrial{blocks: len(blocks), verdicts: vs, stopped: st.Why}
 	})

@@ -212,7 +212,7 @@ func abJob(t *testing.T, trials int, spec func(i, b int, candidate bool) gatetes
 		}
 		vs := make([]Verdict, len(defs))
 		for j, d := range defs {
-			vs[j] = evalBlocks(recommended.rules[j], d, blocks, policyOf(recommended.rules[j]), false, startPart{}).Verdict
+			vs[j] = evalBlocks(recommended.rules[j], d, blocks, policyOf(recommended.rules[j]), ABStop{}, startPart{}).Verdict
 		}
 		tl.add(vs)
 	})

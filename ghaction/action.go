@@ -12,6 +12,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -53,6 +54,9 @@ type Inputs struct {
 	// FutilityFrom lets mode ab stop undecidable jobs (slogate ab --futility-from); 0:
 	// never.
 	FutilityFrom int
+	// FinalShare is the share of the error rate kept for the fixed interval that judges
+	// a sequential mode ab job at its maximum (slogate ab --final-share); 0: none.
+	FinalShare float64
 	// MinRepeats makes a candidate's repeats in mode gate sequential (slogate run
 	// --min-repeats); 0: every repeat runs.
 	MinRepeats int
@@ -139,6 +143,11 @@ func ReadInputs(a *githubactions.Action) (Inputs, error) {
 	}, "0 (never) or an even block from 8 and from min-blocks to below blocks (16 when blocks is empty)"); err != nil {
 		errs = append(errs, err)
 	}
+	if in.FinalShare, err = floatInput(a, "final-share", func(f float64) bool {
+		return f == 0 || (f > 0 && f <= 0.9 && in.MinBlocks > 0 && in.MinBlocks < cmp.Or(in.Blocks, 16))
+	}, "0 (none) or a share of the error rate up to 0.9, with min-blocks below blocks (16 when blocks is empty)"); err != nil {
+		errs = append(errs, err)
+	}
 	if in.MinRepeats, err = intInput(a, "min-repeats", 0, func(n int) bool { return n >= 0 }, "0 (every repeat runs) or the fewest repeats after which the candidate may stop, 1 or more"); err != nil {
 		errs = append(errs, err)
 	}
@@ -156,6 +165,19 @@ func intInput(a *githubactions.Action, name string, def int, ok func(int) bool, 
 		return def, fmt.Errorf("input %q: invalid value %q; valid values: %s", name, v, valid)
 	}
 	return n, nil
+}
+
+// floatInput reads a number input, 0 when empty; valid says what ok accepts.
+func floatInput(a *githubactions.Action, name string, ok func(float64) bool, valid string) (float64, error) {
+	v := a.GetInput(name)
+	if v == "" {
+		return 0, nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(f) || !ok(f) {
+		return 0, fmt.Errorf("input %q: invalid value %q; valid values: %s", name, v, valid)
+	}
+	return f, nil
 }
 
 // Comment modes.

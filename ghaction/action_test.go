@@ -48,6 +48,8 @@ func TestReadInputs(t *testing.T) {
 			Inputs{Config: "slogate.yaml", Mode: "ab", FailOn: "fail", Comment: true, CommentMode: "always", Blocks: 32, MinBlocks: 4}},
 		{"ab, sequential with futility", map[string]string{"INPUT_MODE": "ab", "INPUT_BLOCKS": "32", "INPUT_MIN-BLOCKS": "4", "INPUT_FUTILITY-FROM": "16"},
 			Inputs{Config: "slogate.yaml", Mode: "ab", FailOn: "fail", Comment: true, CommentMode: "always", Blocks: 32, MinBlocks: 4, FutilityFrom: 16}},
+		{"ab, sequential with a final share", map[string]string{"INPUT_MODE": "ab", "INPUT_MIN-BLOCKS": "4", "INPUT_FINAL-SHARE": "0.5"},
+			Inputs{Config: "slogate.yaml", Mode: "ab", FailOn: "fail", Comment: true, CommentMode: "always", MinBlocks: 4, FinalShare: 0.5}},
 		// A sequential calibration: at least 3 runs, at most 20.
 		{"baseline, sequential calibration", map[string]string{"INPUT_MODE": "baseline", "INPUT_CALIBRATE-RUNS": "20", "INPUT_CALIBRATE-MIN-RUNS": "3"},
 			Inputs{Config: "slogate.yaml", Mode: "baseline", FailOn: "fail", Comment: true, CommentMode: "always", CalibrateRuns: 20, CalibrateMinRuns: 3}},
@@ -127,6 +129,13 @@ func TestReadInputsInvalid(t *testing.T) {
 			[]string{`input "futility-from": invalid value "6"; valid values: 0 (never) or an even block from 8 and from min-blocks to below blocks (16 when blocks is empty)`}},
 		{"futility-from without min-blocks", map[string]string{"INPUT_FUTILITY-FROM": "8"},
 			[]string{`input "futility-from": invalid value "8"; valid values: 0 (never) or an even block from 8 and from min-blocks to below blocks (16 when blocks is empty)`}},
+		// A final share above 0.9, not a number, or without a sequential job.
+		{"final-share", map[string]string{"INPUT_MIN-BLOCKS": "4", "INPUT_FINAL-SHARE": "0.95"},
+			[]string{`input "final-share": invalid value "0.95"; valid values: 0 (none) or a share of the error rate up to 0.9, with min-blocks below blocks (16 when blocks is empty)`}},
+		{"final-share not a number", map[string]string{"INPUT_MIN-BLOCKS": "4", "INPUT_FINAL-SHARE": "half"},
+			[]string{`input "final-share": invalid value "half"; valid values: 0 (none) or a share of the error rate up to 0.9, with min-blocks below blocks (16 when blocks is empty)`}},
+		{"final-share without min-blocks", map[string]string{"INPUT_FINAL-SHARE": "0.5"},
+			[]string{`input "final-share": invalid value "0.5"; valid values: 0 (none) or a share of the error rate up to 0.9, with min-blocks below blocks (16 when blocks is empty)`}},
 		// A calibration's minimum below 3, or above its runs (none given: 0).
 		{"calibrate-min-runs", map[string]string{"INPUT_CALIBRATE-RUNS": "10", "INPUT_CALIBRATE-MIN-RUNS": "2"},
 			[]string{`input "calibrate-min-runs": invalid value "2"; valid values: 0 (every run) or from 3 to calibrate-runs`}},

@@ -38,6 +38,9 @@ type Job struct {
 	// FutilityFrom is the block from which a sequential job stops once no rule can be
 	// decided by MaxBlocks (ab --futility-from); 0: never.
 	FutilityFrom int
+	// FinalShare is the share of the error rate kept for the fixed interval that judges
+	// a sequential job at MaxBlocks (ab --final-share); 0: the sequences judge it.
+	FinalShare float64
 	// Confidence of the gate's intervals (0.95).
 	Confidence float64
 }
@@ -121,6 +124,12 @@ func Costs(j Job, rules []Rule) []Recipe {
 	if !seq {
 		blocks = j.MaxBlocks
 	}
+	// A sequential job's looks before the maximum take seqConf; with a final share the
+	// maximum is judged by the fixed interval at finalConf (gate.ABStop).
+	seqConf, finalConf := conf, 0.0
+	if seq && j.FinalShare > 0 {
+		seqConf, finalConf = 1-(1-conf)*(1-j.FinalShare), 1-(1-conf)*j.FinalShare
+	}
 	var ab, sw []float64
 	swBlocks := blocks
 	for _, r := range rules {
@@ -142,13 +151,20 @@ func Costs(j Job, rules []Rule) []Recipe {
 		// The blocks an unchanged candidate's sequential job runs with the pairs' own
 		// sequence.
 		n := j.MaxBlocks
-		if seq {
-			n = stopsAt(j, lt, func(p int) float64 { return stats.SequenceHalfWidth(p, sPair, conf) })
+		df := float64(max(j.MaxBlocks-3, 1))
+		se := 2 * r.RunSD / math.Sqrt(float64(j.MaxBlocks))
+		switch {
+		case seq && finalConf > 0:
+			hw := func(p int) float64 { return stats.SequenceHalfWidth(p, sPair, seqConf) }
+			n = stopsAt(j, lt, hw, func(p int) float64 { return stats.FixedHalfWidth(p, sPair, finalConf) })
+			ab = append(ab, math.Expm1(lt+(stats.TQuantile((1+finalConf)/2, df)+z)*se))
+			blocks = max(blocks, n)
+		case seq:
+			hw := func(p int) float64 { return stats.SequenceHalfWidth(p, sPair, conf) }
+			n = stopsAt(j, lt, hw, hw)
 			ab = append(ab, math.Expm1(lt+stats.SequenceHalfWidth(pairs, sPair, conf)+z*sPair/math.Sqrt(float64(pairs))))
 			blocks = max(blocks, n)
-		} else {
-			df := float64(max(j.MaxBlocks-3, 1))
-			se := 2 * r.RunSD / math.Sqrt(float64(j.MaxBlocks))
+		default:
 			ab = append(ab, math.Expm1(lt+(stats.TQuantile((1+conf)/2, df)+z)*se))
 		}
 		// A/B with swaps: the same, plus the two engines' start offsets.
@@ -160,19 +176,30 @@ func Costs(j Job, rules []Rule) []Recipe {
 			continue
 		}
 		v := 2 * r.StartsSD * r.StartsSD
-		if seq {
-			// The swapped job's sequence: the pairs' and the starts' half-widths, as
-			// the gate adds them.
-			sh := stats.Shared{Var: v, DF: float64(r.StartsDF)}
-			hw := func(n int) float64 {
-				return sh.HalfWidth(conf, func(level float64) float64 { return stats.SequenceHalfWidth(n, sPair, level) })
-			}
-			sw = append(sw, math.Expm1(lt+hw(pairs)+z*math.Sqrt(sPair*sPair/float64(pairs)+v)))
-			swBlocks = max(swBlocks, stopsAt(j, lt, hw))
-		} else {
+		sh := stats.Shared{Var: v, DF: float64(r.StartsDF)}
+		// The swapped job's sequence: the pairs' and the starts' half-widths, as the
+		// gate adds them.
+		hw := func(n int) float64 {
+			return sh.HalfWidth(seqConf, func(level float64) float64 { return stats.SequenceHalfWidth(n, sPair, level) })
+		}
+		// The fixed interval, the starts' part on the fewer of the two degrees of
+		// freedom.
+		fixed := func(level float64) float64 {
 			df := float64(max(min(j.MaxBlocks-3, r.StartsDF), 1))
 			se := math.Sqrt(4*r.RunSD*r.RunSD/float64(j.MaxBlocks) + v)
-			sw = append(sw, math.Expm1(lt+(stats.TQuantile((1+conf)/2, df)+z)*se))
+			return math.Expm1(lt + (stats.TQuantile((1+level)/2, df)+z)*se)
+		}
+		switch {
+		case seq && finalConf > 0:
+			sw = append(sw, fixed(finalConf))
+			swBlocks = max(swBlocks, stopsAt(j, lt, hw, func(n int) float64 {
+				return sh.HalfWidth(finalConf, func(level float64) float64 { return stats.FixedHalfWidth(n, sPair, level) })
+			}))
+		case seq:
+			sw = append(sw, math.Expm1(lt+hw(pairs)+z*math.Sqrt(sPair*sPair/float64(pairs)+v)))
+			swBlocks = max(swBlocks, stopsAt(j, lt, hw, hw))
+		default:
+			sw = append(sw, fixed(conf))
 		}
 	}
 	if !seq {
@@ -190,16 +217,17 @@ func Costs(j Job, rules []Rule) []Recipe {
 
 // stopsAt is the fewest blocks, from j.MinBlocks in pairs, at which a sequence of
 // half-width hw(pairs) lies within ln(1 + tolerance) = lt; j.MaxBlocks when none does.
-// With j.FutilityFrom, a sequence that cannot fit within the tolerance even at the
-// maximum stops there instead: an unchanged candidate's pairs stay about no change, so
-// the edge stays within the maximum's reach of them.
-func stopsAt(j Job, lt float64, hw func(pairs int) float64) int {
+// With j.FutilityFrom, a job whose interval at the maximum, of half-width atMax(pairs)
+// (the sequence's, or the fixed interval's with a final share), cannot fit within the
+// tolerance stops there instead: an unchanged candidate's pairs stay about no change,
+// so the edge stays within the maximum's reach of them.
+func stopsAt(j Job, lt float64, hw, atMax func(pairs int) float64) int {
 	for k := j.MinBlocks; k < j.MaxBlocks; k += 2 {
 		if hw(k/2) <= lt {
 			return k
 		}
 	}
-	if j.FutilityFrom > 0 && j.FutilityFrom < j.MaxBlocks && hw(j.MaxBlocks/2) > lt {
+	if j.FutilityFrom > 0 && j.FutilityFrom < j.MaxBlocks && atMax(j.MaxBlocks/2) > lt {
 		return j.FutilityFrom
 	}
 	return j.MaxBlocks

@@ -63,6 +63,29 @@ func TestCostsSequentialBlocks(t *testing.T) {
 	}
 }
 
+// TestCostsFinalShare: with a final share the sequential job's maximum is judged by the
+// fixed interval at that share of the error rate, so it detects a smaller change than
+// the sequence there (restarts and swaps alike), though not as small as the fixed job
+// at the whole error rate; the looks before it, at the rest of the error rate, stop an
+// unchanged quiet job no earlier than without the share.
+func TestCostsFinalShare(t *testing.T) {
+	j := Job{Run: 15 * time.Second, Start: 90 * time.Second, Wake: 3 * time.Second, Repeats: 3, MinBlocks: 4, MaxBlocks: 16}
+	rules := []Rule{{Metric: "itl_p99", Tolerance: 0.05, RunSD: 0.05, CalRuns: 10, StartsSD: 0.01, StartsDF: 9}}
+	seq := Costs(j, rules)
+	j.FinalShare = 0.5
+	final := Costs(j, rules)
+	j.MinBlocks, j.FinalShare = 16, 0
+	fixed := Costs(j, rules)
+	for i := 1; i <= 2; i++ {
+		if !(fixed[i].Detectable[0] < final[i].Detectable[0] && final[i].Detectable[0] < seq[i].Detectable[0]) {
+			t.Errorf("%s: detectable fixed %.4f, final share %.4f, sequence %.4f; want increasing", final[i].Mode, fixed[i].Detectable[0], final[i].Detectable[0], seq[i].Detectable[0])
+		}
+		if final[i].Blocks < seq[i].Blocks {
+			t.Errorf("%s: %d blocks with the final share, %d without; want no fewer", final[i].Mode, final[i].Blocks, seq[i].Blocks)
+		}
+	}
+}
+
 // TestCostsDetectable: more calibration runs and repeats detect smaller changes, a
 // noisier rule larger ones, and every detectable change lies beyond the tolerance.
 func TestCostsDetectable(t *testing.T) {

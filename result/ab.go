@@ -18,6 +18,10 @@ type ABBlock struct {
 	// FutilityFrom is the block from which the sequential job may also stop once no
 	// rule can be decided by its maximum at the noise seen (ab --futility-from); 0: never.
 	FutilityFrom int `json:"futility_from,omitempty"`
+	// FinalShare is the share of the error rate kept for the blocks' fixed interval
+	// that judges the sequential job at its maximum (ab --final-share); 0: the
+	// sequences judge the maximum too.
+	FinalShare float64 `json:"final_share,omitempty"`
 	// Layout is the job's order of blocks, A for the baseline, B for the candidate:
 	// "ABBAABBA".
 	Layout string `json:"layout"`

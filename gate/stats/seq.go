@@ -82,6 +82,16 @@ func SequenceHalfWidth(n int, sd, conf float64) float64 {
 	return h
 }
 
+// FixedHalfWidth is the half-width of the fixed Student's t interval at level conf for
+// the mean of n observations whose sample standard deviation is sd: what a job judged
+// once, at n, would give. +Inf for fewer than two.
+func FixedHalfWidth(n int, sd, conf float64) float64 {
+	if n < 2 {
+		return math.Inf(1)
+	}
+	return tQuantile(1-(1-conf)/2, float64(n-1)) * sd / math.Sqrt(float64(n))
+}
+
 // TQuantile is Student's t quantile of p (> 0.5) at df degrees of freedom; the normal
 // one for df +Inf.
 func TQuantile(p, df float64) float64 {
@@ -306,11 +316,14 @@ func SharedSequenceHalfWidth(n int, sd, v, conf float64) float64 {
 // Futile says whether a rule's sequence cannot be decided by maxPairs pairs if the
 // pairs go on as they have: the tolerance's edge lies within the half-width that
 // maxPairs pairs of the spread seen so far would give around the present mean (the
-// shared part sh added by Shared.HalfWidth, as SequentialBlocksShared adds it). Its answer is a forecast,
+// shared part sh added by Shared.HalfWidth, as SequentialBlocksShared adds it). With
+// final > 0 the job is judged at its maximum by a fixed interval at that level, and the
+// half-width forecast is a fixed one (Student's t on the pairs) instead of the
+// sequence's. Its answer is a forecast,
 // not a decision: stopping on it never makes a fail more likely, since the sequence
 // that judges the job holds at every look. hwMax is that half-width on the log scale;
 // ok is false when the blocks give fewer than three pairs of positive values.
-func Futile(blocks []Block, pol Policy, sh Shared, maxPairs int) (futile bool, hwMax float64, ok bool) {
+func Futile(blocks []Block, pol Policy, sh Shared, maxPairs int, final float64) (futile bool, hwMax float64, ok bool) {
 	pol, _, errs := pol.effective()
 	if len(errs) > 0 {
 		return false, 0, false
@@ -325,7 +338,11 @@ func Futile(blocks []Block, pol Policy, sh Shared, maxPairs int) (futile bool, h
 	}
 	m /= float64(len(d))
 	sd := sampleSD(d)
-	hwMax = sh.HalfWidth(pol.Confidence, func(level float64) float64 { return SequenceHalfWidth(maxPairs, sd, level) })
+	if final > 0 {
+		hwMax = sh.HalfWidth(final, func(level float64) float64 { return FixedHalfWidth(maxPairs, sd, level) })
+	} else {
+		hwMax = sh.HalfWidth(pol.Confidence, func(level float64) float64 { return SequenceHalfWidth(maxPairs, sd, level) })
+	}
 	edge := math.Log1p(pol.Tolerance)
 	if pol.Direction == HigherIsBetter {
 		edge = math.Log1p(-pol.Tolerance)

@@ -304,23 +304,49 @@ func TestSharedSequence(t *testing.T) {
 func TestFutile(t *testing.T) {
 	pol := Policy{Direction: LowerIsBetter, Tolerance: 0.05, Confidence: 0.95}
 	noisy := pairBlocks([]float64{0.3, -0.3, 0.25, -0.2})
-	if f, hw, ok := Futile(noisy, pol, Shared{}, 16); !ok || !f || !(hw > math.Log1p(0.05)) {
+	if f, hw, ok := Futile(noisy, pol, Shared{}, 16, 0); !ok || !f || !(hw > math.Log1p(0.05)) {
 		t.Errorf("noisy A/A: futile %v, half-width at 16 pairs %.3f, ok %v; want futile", f, hw, ok)
 	}
 	quiet := pairBlocks([]float64{0.01, -0.01, 0.005, -0.008})
-	if f, _, ok := Futile(quiet, pol, Shared{}, 16); !ok || f {
+	if f, _, ok := Futile(quiet, pol, Shared{}, 16, 0); !ok || f {
 		t.Errorf("quiet A/A: futile %v, ok %v; want decidable", f, ok)
 	}
 	slow := pairBlocks([]float64{0.7, 0.66, 0.72, 0.69})
-	if f, _, ok := Futile(slow, pol, Shared{}, 16); !ok || f {
+	if f, _, ok := Futile(slow, pol, Shared{}, 16, 0); !ok || f {
 		t.Errorf("×2 regression: futile %v, ok %v; want decidable", f, ok)
 	}
-	if _, _, ok := Futile(pairBlocks([]float64{0.3, -0.3}), pol, Shared{}, 16); ok {
+	if _, _, ok := Futile(pairBlocks([]float64{0.3, -0.3}), pol, Shared{}, 16, 0); ok {
 		t.Error("two pairs gave a forecast")
 	}
-	_, hw0, _ := Futile(quiet, pol, Shared{}, 16)
-	f, hw1, _ := Futile(quiet, pol, Shared{Var: 0.05 * 0.05}, 16)
+	_, hw0, _ := Futile(quiet, pol, Shared{}, 16, 0)
+	f, hw1, _ := Futile(quiet, pol, Shared{Var: 0.05 * 0.05}, 16, 0)
 	if !(hw1 > hw0) || !f {
 		t.Errorf("a shared part of sd 0.05: half-width %.4f against %.4f without, futile %v; want wider and futile", hw1, hw0, f)
+	}
+	// Judged at the maximum by a fixed interval (a final share), 16 pairs of the noisy
+	// spread reach less far than the sequence there: the forecast is the fixed one.
+	_, hwSeq, _ := Futile(noisy, pol, Shared{}, 16, 0)
+	_, hwFixed, _ := Futile(noisy, pol, Shared{}, 16, 0.975)
+	if want := FixedHalfWidth(16, sampleSD([]float64{0.3, -0.3, 0.25, -0.2}), 0.975); !(hwFixed < hwSeq) || math.Abs(hwFixed-want) > 1e-12 {
+		t.Errorf("noisy, fixed at the maximum: half-width %.4f (sequence %.4f); want %.4f", hwFixed, hwSeq, want)
+	}
+}
+
+// TestFixedHalfWidth: Student's t half-width, against the t table: t(0.975, 5) =
+// 2.5706 for six observations of sd 1 gives 2.5706/√6; one observation has none.
+func TestFixedHalfWidth(t *testing.T) {
+	if got, want := FixedHalfWidth(6, 1, 0.95), 2.5706/math.Sqrt(6); math.Abs(got-want) > 1e-4 {
+		t.Errorf("FixedHalfWidth(6, 1, 0.95) = %.5f, want %.5f", got, want)
+	}
+	if got, want := FixedHalfWidth(11, 0.2, 0.99), 3.1693*0.2/math.Sqrt(11); math.Abs(got-want) > 1e-4 {
+		t.Errorf("FixedHalfWidth(11, 0.2, 0.99) = %.5f, want %.5f", got, want)
+	}
+	if !math.IsInf(FixedHalfWidth(1, 1, 0.95), 1) {
+		t.Error("one observation gave a finite half-width")
+	}
+	// The sequence pays for its looks: at 6 observations it is wider than the fixed
+	// interval at the same level.
+	if !(SequenceHalfWidth(6, 1, 0.95) > FixedHalfWidth(6, 1, 0.95)) {
+		t.Error("the sequence is no wider than the fixed interval")
 	}
 }
