@@ -674,6 +674,14 @@ scenario_ab() {
 	if expect 1 ab-slow "$SLOGATE" ab -c slogate.yaml --baseline-target "$a" --candidate-target "$slow" --blocks 4 -o slow; then
 		jqc "ab: 4x slower candidate fails on itl_p99" slow/gate.json '.verdict == "fail" and (.workloads[0].metrics[] | select(.metric == "itl_p99") | .verdict == "fail")'
 	fi
+	# Sequential, at most 8 blocks: its sequences cannot decide on fewer than four pairs,
+	# so it runs all 8 and, with --final-share 0.5, is judged there by the blocks' fixed
+	# interval at 97.5%.
+	if expect 1 ab-final "$SLOGATE" ab -c slogate.yaml --baseline-target "$a" --candidate-target "$slow" --blocks 8 --min-blocks 4 --final-share 0.5 -o final; then
+		jqc "ab --final-share: judged at the maximum by the fixed interval" final/gate.json \
+			'.verdict == "fail" and .workloads[0].blocks_run == 8 and (.workloads[0].metrics[] | select(.metric == "itl_p99") | .verdict == "fail" and (.warnings | any(test("fixed interval at 97.5% confidence"))))'
+		jqc "ab --final-share: each block's record keeps the share" final/chat.ab1.baseline.json '.ab.final_share == 0.5'
+	fi
 }
 
 # Calibration: three A/A runs become the baseline with each gated metric's run-to-run
