@@ -75,8 +75,7 @@ func evalBlocks(rule workload.Rule, def metricDef, blocks []abBlock, basePol sta
 	conf := cmp.Or(pol.Confidence, stats.DefaultConfidence)
 	seq := !stop.judgedFixedAt(len(blocks))
 	if stop.Sequential() && !seq {
-		pol.Confidence = stop.FinalConfidence(conf)
-		m.Warnings = append(m.Warnings, fmt.Sprintf("judged at the maximum of %d blocks by the blocks' fixed interval at %s confidence (--final-share %g of the error rate; the looks before it took the rest)", stop.MaxBlocks, pctText(pol.Confidence), stop.FinalShare))
+		pol.Confidence = stop.FinalConfidence(conf) // the job's stopped.why says so
 	}
 	if seq {
 		pol.Confidence = stop.SeqConfidence(conf)

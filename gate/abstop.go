@@ -243,6 +243,7 @@ func blocksOf(def metricDef, ab []abBlock) []stats.Block {
 // stoppedOf replays the stopping rule over a sequential job's blocks: where it stopped
 // and why. A job cut short of both (an engine that failed) says so.
 func stoppedOf(rules []workload.Rule, defs []metricDef, ab []abBlock, stop ABStop, confidence float64, parts []startPart) *Stopped {
+	confidence = cmp.Or(confidence, stats.DefaultConfidence)
 	for k := stop.MinBlocks; k <= len(ab); k++ {
 		if k%2 != 0 || k >= stop.MaxBlocks {
 			continue
@@ -252,7 +253,11 @@ func stoppedOf(rules []workload.Rule, defs []metricDef, ab []abBlock, stop ABSto
 		}
 	}
 	if len(ab) >= stop.MaxBlocks {
-		return &Stopped{Reason: StopMaxBlocks, AtBlock: len(ab), Why: "no decision before the maximum"}
+		why := "no decision before the maximum"
+		if c := stop.FinalConfidence(confidence); c > 0 {
+			why += fmt.Sprintf("; judged there by the blocks' fixed interval at %s confidence (--final-share %g)", pctText(c), stop.FinalShare)
+		}
+		return &Stopped{Reason: StopMaxBlocks, AtBlock: len(ab), Why: why}
 	}
 	return &Stopped{Reason: StopMaxBlocks, AtBlock: len(ab), Why: fmt.Sprintf("the job ended after %d of at most %d blocks without a decision", len(ab), stop.MaxBlocks)}
 }

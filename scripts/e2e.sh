@@ -679,7 +679,7 @@ scenario_ab() {
 	# interval at 97.5%.
 	if expect 1 ab-final "$SLOGATE" ab -c slogate.yaml --baseline-target "$a" --candidate-target "$slow" --blocks 8 --min-blocks 4 --final-share 0.5 -o final; then
 		jqc "ab --final-share: judged at the maximum by the fixed interval" final/gate.json \
-			'.verdict == "fail" and .workloads[0].blocks_run == 8 and (.workloads[0].metrics[] | select(.metric == "itl_p99") | .verdict == "fail" and (.warnings | any(test("fixed interval at 97.5% confidence"))))'
+			'.verdict == "fail" and .workloads[0].blocks_run == 8 and (.workloads[0].stopped.why | test("judged there by the blocks. fixed interval at 97.5% confidence")) and (.workloads[0].metrics[] | select(.metric == "itl_p99") | .verdict == "fail")'
 		jqc "ab --final-share: each block's record keeps the share" final/chat.ab1.baseline.json '.ab.final_share == 0.5'
 	fi
 }
