@@ -25,7 +25,9 @@
 # Needs Go, bash, jq (Debian's package, installed if absent), coreutils and git.
 # Environment: SLOGATE_E2E_BIN (a slogate binary to test instead of building this
 # checkout's), SLOGATE_E2E_KEEP=1 (keep the work directory for a post-mortem),
-# SLOGATE_CACHE and SLOGATE_MODEL (as scripts/llamacpp.sh reads them).
+# SLOGATE_CACHE and SLOGATE_MODEL (as scripts/llamacpp.sh reads them),
+# SLOGATE_E2E_LLAMACPP_AB_FLAGS (the llama.cpp A/B jobs' stopping flags instead of
+# --futility-from 8, for measurements).
 set -uo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -748,7 +750,8 @@ scenario_llamacpp() {
 # checked: -t 1 against -t 2, which on 2 shared cores came out faster, slower or the
 # same from one job to the next (docs/noise.md: 5 of 6 jobs alone showed a difference,
 # the one run beside the other scenarios none). Each job says how many blocks it ran and
-# why it stopped.
+# why it stopped. SLOGATE_E2E_LLAMACPP_AB_FLAGS replaces --futility-from 8 for a
+# measurement of other stopping rules (docs/noise.md); its checks are this default's.
 llamacpp_ab() {
 	local port
 	port=$(free_port)
@@ -772,7 +775,8 @@ llamacpp_ab() {
 		rc=0
 		local cand=ab-$c.yaml
 		[[ $c == self ]] && cand=ab-t1.yaml
-		"$SLOGATE" ab -c "$cand" --baseline-config ab-t1.yaml --min-blocks 4 --max-blocks 16 --futility-from 8 -o "ab-$c" >"ab-$c.log" 2>&1 || rc=$?
+		# shellcheck disable=SC2086 # the flags are words
+		"$SLOGATE" ab -c "$cand" --baseline-config ab-t1.yaml --min-blocks 4 --max-blocks 16 ${SLOGATE_E2E_LLAMACPP_AB_FLAGS---futility-from 8} -o "ab-$c" >"ab-$c.log" 2>&1 || rc=$?
 		if [[ ! -s ab-$c/gate.json ]]; then
 			tail -n 25 "ab-$c.log" | sed 's/^/        | /'
 			fail "llamacpp ab $c: exit $rc, no gate.json"
