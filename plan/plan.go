@@ -103,7 +103,9 @@ type Recipe struct {
 // with se and q the interval's: the committed baseline's se = sd·√(1/calibration runs +
 // 1/repeats) and q the t quantile on calibration runs − 1 degrees of freedom; the fixed
 // A/B job's se = 2·sd/√blocks on blocks − 3; the sequential job's se = √2·sd/√pairs at
-// its maximum, with the sequence's half-width there in place of q·se. A swapped job's
+// its maximum, with the sequence's half-width there in place of q·se; with a final
+// share F, the fixed job's at confidence 1 − F·(1 − confidence), its looks before the
+// maximum at the rest of the error rate (gate.ABStop). A swapped job's
 // engines each keep one start's offset, which its blocks cannot see: its interval adds
 // the calibration's spread between starts twice over (gate/abstarts.go), in the fixed
 // job's se (q on the fewer of the two degrees of freedom) and, for the sequential job,
