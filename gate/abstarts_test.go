@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -10,9 +11,10 @@ import (
 )
 
 // TestABSwapWarnsOfAZeroStartSpread: a swapped job (no restart per block) against a
-// calibration whose spread between engine starts came out 0 adds nothing to its
-// interval for the engines' one start each, and each rule says so rather than passing
-// the 0 off as a measured absence; a spread that is not 0 is added, without the warning.
+// calibration whose spread between engine starts came out 0 does not pass the 0 off as
+// a measured absence: its interval adds the calibration runs' whole spread (0.03) in
+// its place for each engine's one start, and each rule says so. A spread that is not 0
+// is added as measured, without the warning.
 func TestABSwapWarnsOfAZeroStartSpread(t *testing.T) {
 	f := testConfig([]workload.Rule{{Metric: "itl_p99", Direction: "lower", Tolerance: 0.10}})
 	h := workload.Hash(f, &f.Workloads[0])
@@ -50,8 +52,13 @@ func TestABSwapWarnsOfAZeroStartSpread(t *testing.T) {
 		if warned != c.warn {
 			t.Errorf("start spread %v: warned %v, want %v: %q", c.sd, warned, c.warn, m.Warnings)
 		}
-		if c.sd > 0 && (m.Noise == nil || m.Noise.StartsSD == 0) {
-			t.Errorf("start spread %v: not added (%+v)", c.sd, m.Noise)
+		want := c.sd
+		if c.sd == 0 {
+			want = 0.03 // the runs' whole spread
+		}
+		// Both sides kept their engine: twice the variance of one start.
+		if want = math.Round(math.Sqrt(2)*want*1e6) / 1e6; m.Noise == nil || m.Noise.StartsSD != want {
+			t.Errorf("start spread %v: added %+v, want starts_sd %v", c.sd, m.Noise, want)
 		}
 	}
 }

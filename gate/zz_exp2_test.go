@@ -26,3 +26,12 @@ func TestZZFinal(t *testing.T) {
 	t.Logf("%s sd %.3f max %d share %.1f fut %d A/A %v", rc, sd, maxB, share, fut, aa)
 	t.Logf("%s sd %.3f max %d share %.1f fut %d x1.2 %v", rc, sd, maxB, share, fut, slow)
 }
+
+func TestZZCalSD(t *testing.T) {
+	cals := startCalibrations(t)
+	for i, c := range cals {
+		p := startParts([]string{"itl_p99"}, []string{"baseline", "candidate"}, c)
+		ms := c.Lookup("itl_p99")
+		t.Logf("cal %d: itl_p99 start sd %.4f df %g run sd %.4f within %.4f", i, p[0].sd, p[0].df, ms.RunSD, ms.WithinSD)
+	}
+}

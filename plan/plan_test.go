@@ -2,10 +2,13 @@ package plan
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/slogate/slogate/gate"
 	"github.com/slogate/slogate/result"
+	"github.com/slogate/slogate/workload"
 )
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
@@ -156,5 +159,33 @@ func TestCostsSwapsAddTheSpreadBetweenStarts(t *testing.T) {
 		if minBlocks < 32 && !(with[2].Blocks > with[1].Blocks) {
 			t.Errorf("sequential: swaps expect %d blocks, restarts %d: want more for swaps", with[2].Blocks, with[1].Blocks)
 		}
+	}
+}
+
+// TestForWorkloadStartSpreadOfZero: a calibration whose spread between engine starts
+// came out 0 is costed as the swapped job will judge it (gate.StartSpread): with the
+// runs' whole spread in its place, and a warning, not as starts that never differ.
+func TestForWorkloadStartSpreadOfZero(t *testing.T) {
+	w := &workload.Workload{Name: "chat", Requests: 300, Arrival: workload.Arrival{Process: "poisson", Rate: 10}}
+	zero, measured := 0.0, 0.02
+	cal := func(sd *float64) *gate.Calibration {
+		return &gate.Calibration{Source: "calibrate", Runs: 10, Restarts: true, Metrics: []gate.MetricSpread{{Metric: "itl_p99", RunSD: 0.04, WithinSD: 0.035, DF: 9,
+			Components: &gate.Components{WithinSD: 0.035, StartsSD: sd, DF: 9, StartsDF: 9}}}}
+	}
+	rules := []workload.Rule{{Metric: "itl_p99", Direction: "lower", Tolerance: 0.05}}
+	in := Inputs{Job: Job{Start: 90 * time.Second, Wake: 3 * time.Second, MinBlocks: 16, MaxBlocks: 16}, Rules: rules, Calibration: cal(&zero), CalibrationPath: "x.json"}
+	p, err := ForWorkload(w, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := p.Rules[0]; r.StartsSD != 0.04 || r.StartsDF != 9 {
+		t.Errorf("a start spread of 0: costed with %v on %d df, want the runs' 0.04 on 9", r.StartsSD, r.StartsDF)
+	}
+	if !strings.Contains(strings.Join(p.Warnings, "\n"), "spread between engine starts came out 0") {
+		t.Errorf("no warning: %q", p.Warnings)
+	}
+	in.Calibration = cal(&measured)
+	if p, _ := ForWorkload(w, in); p.Rules[0].StartsSD != 0.02 || len(p.Warnings) != 0 {
+		t.Errorf("a measured start spread: %v, warnings %q", p.Rules[0].StartsSD, p.Warnings)
 	}
 }

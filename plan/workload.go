@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -51,8 +50,13 @@ func ForWorkload(w *workload.Workload, in Inputs) (Plan, error) {
 		pr := Rule{Metric: r.Metric, Tolerance: r.Tolerance, RunSD: DefaultRunSD, Source: fmt.Sprintf("assumed: no calibration; %g is vLLM's ITL p99 over three runs", DefaultRunSD)}
 		if m := in.Calibration.Lookup(r.Metric); m != nil {
 			pr.RunSD, pr.CalRuns, pr.Source = m.RunSD, m.DF+1, fmt.Sprintf("calibration of %d runs, %s", m.DF+1, in.CalibrationPath)
-			if c := m.Components; c != nil && c.StartsSD != nil {
-				pr.StartsSD, pr.StartsDF = *c.StartsSD, cmp.Or(c.StartsDF, c.DF)
+			if sd, df, ok, bound := gate.StartSpread(in.Calibration, r.Metric); ok {
+				// The swapped job adds what the gate will: a part that came out 0 is
+				// replaced by the runs' whole spread.
+				pr.StartsSD, pr.StartsDF = sd, int(df)
+				if bound {
+					p.Warnings = append(p.Warnings, fmt.Sprintf("%s: the calibration's spread between engine starts came out 0: A/B with swaps is costed, as its job will judge it, with the runs' whole spread (%.3f) in its place (calibrate over more starts to measure it)", r.Metric, sd))
+				}
 			} else {
 				p.Warnings = append(p.Warnings, fmt.Sprintf("%s: the calibration did not measure the spread between engine starts: A/B with swaps is costed as if its engines' one start each added nothing, and its job will warn (calibrate with --restart-every K)", r.Metric))
 			}
