@@ -9,12 +9,16 @@ import (
 	"testing"
 
 	"github.com/slogate/slogate/gate"
+	"github.com/slogate/slogate/result"
 )
 
 // TestCIModeABAndCalibration: mode baseline with calibrate-runs writes a calibrated
 // baseline; mode ab on a pull request takes the baseline side from the base commit's
 // config (git show BASE:./slogate.yaml), measures both in alternating blocks, gates the
-// candidate against it and comments once.
+// candidate against it and comments once. Its job is sequential with a final share
+// (inputs min-blocks and final-share): at most 8 blocks, which its sequences cannot cut
+// short (they exclude nothing on fewer than four pairs), so it is judged at block 8 by
+// the fixed interval, and says so.
 func TestCIModeABAndCalibration(t *testing.T) {
 	dir := t.TempDir()
 	head := startedSimConfig(t, "--slowdown 5")
@@ -66,7 +70,7 @@ func TestCIModeABAndCalibration(t *testing.T) {
 		t.Fatalf("the calibration's stop %+v, want 3 to 4 runs\n%s", st, log)
 	}
 
-	code, log = ci("ab", "pull_request", prEvent, map[string]string{"INPUT_BLOCKS": "4"})
+	code, log = ci("ab", "pull_request", prEvent, map[string]string{"INPUT_BLOCKS": "8", "INPUT_MIN-BLOCKS": "4", "INPUT_FINAL-SHARE": "0.5"})
 	if code != ExitOK {
 		t.Fatalf("ab: exit %d\n%s", code, log)
 	}
@@ -83,8 +87,14 @@ func TestCIModeABAndCalibration(t *testing.T) {
 	}
 	w := res.Workloads[0]
 	// The same engine on both sides: pass, or on a loaded machine warn, never fail.
-	if w.Trials != (gate.TrialCounts{Baseline: 2, Candidate: 2}) || (res.Verdict != gate.Pass && res.Verdict != gate.Warn) {
+	if w.Trials != (gate.TrialCounts{Baseline: 4, Candidate: 4}) || (res.Verdict != gate.Pass && res.Verdict != gate.Warn) {
 		t.Errorf("ab: verdict %s, trials %+v\n%s", res.Verdict, w.Trials, log)
+	}
+	if w.Stopped == nil || !strings.Contains(w.Stopped.Why, "judged there by the blocks' fixed interval at 97.5% confidence (--final-share 0.5)") {
+		t.Errorf("ab: stopped %+v, want judged at block 8 by the fixed interval", w.Stopped)
+	}
+	if rec, err := result.Read(filepath.Join(dir, "slogate-out", "small.ab1.baseline.json")); err != nil || rec.AB.FinalShare != 0.5 || rec.AB.MinBlocks != 4 {
+		t.Errorf("block 1's record: %v %+v", err, rec)
 	}
 	gh.mu.Lock()
 	defer gh.mu.Unlock()
