@@ -367,12 +367,7 @@ func TestStreamHeldOpenAfterDone(t *testing.T) {
 }
 
 func TestStreamConnectRefused(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	res := stream(t, NewClient(ClientOptions{BaseURL: "http://" + addr}), plainReq)
 	if res.ErrReason != ErrConnect || res.Status != 0 || res.ErrDetail == "" {
 		t.Fatalf("reason %q status %d detail %q", res.ErrReason, res.Status, res.ErrDetail)

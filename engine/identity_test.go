@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -184,13 +183,8 @@ func TestIdentifyEngines(t *testing.T) {
 }
 
 func TestIdentifyUnreachable(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	_, err = Identify(context.Background(), IdentifyOptions{BaseURL: "http://" + addr})
+	addr := freeAddr(t)
+	_, err := Identify(context.Background(), IdentifyOptions{BaseURL: "http://" + addr})
 	if err == nil || !strings.Contains(err.Error(), "engine unreachable") {
 		t.Fatalf("err = %v, want engine unreachable", err)
 	}

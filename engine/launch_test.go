@@ -34,16 +34,23 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// TestLaunchWaitsForHealth: an engine that lists its model while /health still answers
-// 503 (llama.cpp loading) is not ready until /health answers 200: the start records
-// /health's time, and ready is that, not the first listing of the model.
-func TestLaunchWaitsForHealth(t *testing.T) {
+// freeAddr is a loopback address that nothing listens on: a port the system gave out
+// and took back.
+func freeAddr(t *testing.T) string {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// TestLaunchWaitsForHealth: an engine that lists its model while /health still answers
+// 503 (llama.cpp loading) is not ready until /health answers 200: the start records
+// /health's time, and ready is that, not the first listing of the model.
+func TestLaunchWaitsForHealth(t *testing.T) {
+	addr := freeAddr(t)
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

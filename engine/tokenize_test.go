@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -113,15 +112,10 @@ func TestCountTokens(t *testing.T) {
 
 // A connection failure is not "no tokenizer": the caller must not silently estimate.
 func TestCountTokensUnreachable(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	_, err = NewClient(ClientOptions{BaseURL: "http://" + addr, APIKey: "sk-secret"}).CountTokens(ctx, "x")
+	_, err := NewClient(ClientOptions{BaseURL: "http://" + addr, APIKey: "sk-secret"}).CountTokens(ctx, "x")
 	if err == nil || errors.Is(err, ErrNoTokenizer) || strings.Contains(err.Error(), "sk-secret") {
 		t.Errorf("error %v", err)
 	}
