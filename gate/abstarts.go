@@ -81,27 +81,21 @@ func StartSpread(cal *Calibration, metric string) (sd, df float64, ok, bound boo
 	if ms == nil {
 		return 0, 0, false, false
 	}
-	if c := ms.Components; c != nil {
-		if c.StartsSD == nil {
-			return 0, 0, false, false
-		}
-		df := cmp.Or(c.StartsDF, c.DF)
-		sd = *c.StartsSD
-		ok = df > 0
-		if ok && sd == 0 && ms.RunSD > 0 {
-			return ms.RunSD, float64(df), true, true
-		}
-		return sd, float64(df), ok, false
-	}
-	if !cal.Restarts {
+	switch c := ms.Components; {
+	case c != nil && c.StartsSD != nil:
+		sd, df = *c.StartsSD, float64(cmp.Or(c.StartsDF, c.DF))
+	case c == nil && cal.Restarts:
+		sd, df = math.Sqrt(max(ms.RunSD*ms.RunSD-ms.WithinSD*ms.WithinSD, 0)), float64(ms.DF)
+	default:
 		return 0, 0, false, false
 	}
-	sd = math.Sqrt(max(ms.RunSD*ms.RunSD-ms.WithinSD*ms.WithinSD, 0))
-	ok = ms.DF > 0
-	if ok && sd == 0 && ms.RunSD > 0 {
-		return ms.RunSD, float64(ms.DF), true, true
+	if df <= 0 {
+		return sd, df, false, false
 	}
-	return sd, float64(ms.DF), ok, false
+	if sd == 0 && ms.RunSD > 0 {
+		return ms.RunSD, df, true, true
+	}
+	return sd, df, true, false
 }
 
 // startParts is each rule's start part for a job whose kept sides are kept, from cal

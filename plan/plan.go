@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/slogate/slogate/gate"
 	"github.com/slogate/slogate/gate/stats"
 	"github.com/slogate/slogate/result"
 )
@@ -129,8 +130,9 @@ func Costs(j Job, rules []Rule) []Recipe {
 	// A sequential job's looks before the maximum take seqConf; with a final share the
 	// maximum is judged by the fixed interval at finalConf (gate.ABStop).
 	seqConf, finalConf := conf, 0.0
-	if seq && j.FinalShare > 0 {
-		seqConf, finalConf = 1-(1-conf)*(1-j.FinalShare), 1-(1-conf)*j.FinalShare
+	if seq {
+		stop := gate.ABStop{MinBlocks: j.MinBlocks, MaxBlocks: j.MaxBlocks, FinalShare: j.FinalShare}
+		seqConf, finalConf = stop.SeqConfidence(conf), stop.FinalConfidence(conf)
 	}
 	var ab, sw []float64
 	swBlocks := blocks
