@@ -70,8 +70,8 @@ func keptSides(recs []*result.Record) []string {
 // That part is a difference of two estimates (the runs' spread less what their own
 // sampling noise puts into it) and comes out 0 whenever the runs happened to move no
 // more than their sampling noise: over 20 simulated calibrations of 10 starts, for ITL
-// p99 at a true spread between starts of 0.03 and a sampling noise of about 0.035, in 5
-// (gate's TestNoiseSwapBudget calibrations). A 0 then says only that the starts could
+// p99 at a true spread between starts of 0.03 and a sampling noise of 0.036, in 5
+// (TestNoiseSwapBudget logs both). A 0 then says only that the starts could
 // not be told apart, not that they do not differ, and a swapped job that added nothing
 // for them failed unchanged engines more often than its error rate. In its place
 // StartSpread gives the runs' whole spread (their sampling noise included), which the

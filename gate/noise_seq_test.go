@@ -341,6 +341,18 @@ func TestNoiseSwapBudget(t *testing.T) {
 		d, _ := stats.PairLogRatios(blocksOf(defs[1], ab))
 		means[i], pairSD[i] = meanSD(d)
 	})
+	// How often a calibration of 10 starts puts ITL p99's spread between starts at 0
+	// at the model's 3% (gate.StartSpread then bounds it by the runs' whole spread).
+	zero, within := 0, 0.0
+	for _, c := range startCalibrations(t) {
+		ms := c.Lookup("itl_p99")
+		if ms.Components != nil && ms.Components.StartsSD != nil && *ms.Components.StartsSD == 0 {
+			zero++
+		}
+		within += ms.WithinSD / seqCals
+	}
+	t.Logf("ITL p99 over %d calibrations of %d starts at a spread between starts of %.2f: the part came out 0 in %d; the runs' own sampling noise %.3f on average",
+		seqCals, recommended.calibrationRuns, gpuNoise.SpeedSD, zero, within)
 	m, sd := meanSD(means)
 	own, _ := meanSD(pairSD)
 	ownOfMean := own / math.Sqrt(blocks/2)
@@ -361,11 +373,13 @@ func TestNoiseSwapBudget(t *testing.T) {
 	// calibration), even starts that do not differ leave the fixed job below 95%: the
 	// calibration cannot show that they do not, and the job adds what it could not rule
 	// out. A job that knew its starts do not differ (a start part of 0) would meet it.
-	for _, sd := range []float64{gpuNoise.SpeedSD, 0.01, 0, -1} {
-		known := sd < 0
-		sd = max(sd, 0)
+	defer func() { startsKnownEqual = false }()
+	for _, c := range []struct {
+		sd    float64
+		known bool // the job takes its starts as known not to differ
+	}{{gpuNoise.SpeedSD, false}, {0.01, false}, {0, false}, {0, true}} {
+		sd, known := c.sd, c.known
 		startsKnownEqual = known
-		defer func() { startsKnownEqual = false }()
 		withStartSD(sd, func() {
 			fixed := summarise(seqJobs(t, 200, ABStop{MinBlocks: blocks, MaxBlocks: blocks}, swaps, 1.2), swaps)
 			fin := ABStop{MinBlocks: 4, MaxBlocks: blocks, FinalShare: 0.5}
