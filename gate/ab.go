@@ -97,7 +97,7 @@ func evalBlocks(rule workload.Rule, def metricDef, blocks []abBlock, basePol sta
 			m.Warnings = append(m.Warnings, "the spread between engine starts is unknown (no calibration of the baseline measured it): the interval leaves out the offset of the engines' one start each")
 		}
 		if sp.kept > 0 && sp.known && sp.bound {
-			m.Warnings = append(m.Warnings, fmt.Sprintf("the calibration's spread between engine starts came out 0 (its starts moved no more than their runs' own noise, on %g degrees of freedom), which does not show that they do not differ: the interval adds the runs' whole spread (%.3f, their own noise included) in its place, an upper bound; a calibration over more starts measures the part itself", sp.df, sp.sd))
+			m.Warnings = append(m.Warnings, fmt.Sprintf("the calibration's spread between engine starts came out 0 (its starts moved no more than their runs' own noise, on %g degrees of freedom), which does not show that they do not differ: the interval adds the whole spread of its starts' means (%.3f, the noise of their runs included) in its place, an upper bound; more runs per start (slogate calibrate --restart-every K) narrow that bound, and more starts measure the part itself", sp.df, sp.sd))
 		}
 		if seq && r.Verdict != Incomparable {
 			r.Verdict = sequentialVerdict(&m, sb, pol, r.Verdict, sp.shared())

@@ -74,8 +74,12 @@ func keptSides(recs []*result.Record) []string {
 // (TestNoiseSwapBudget logs both). A 0 then says only that the starts could
 // not be told apart, not that they do not differ, and a swapped job that added nothing
 // for them failed unchanged engines more often than its error rate. In its place
-// StartSpread gives the runs' whole spread (their sampling noise included), which the
-// spread of one start's offset does not exceed in expectation: bound is then true.
+// StartSpread gives the whole spread of the starts' means (each start's runs averaged,
+// their sampling noise and the runs of one server included; with one run per start,
+// the runs' spread), which the spread of one start's offset does not exceed in
+// expectation: bound is then true. Several runs per start (calibrate --restart-every
+// K) average the noise below out of that bound, so that it can show starts that differ
+// little.
 func StartSpread(cal *Calibration, metric string) (sd, df float64, ok, bound bool) {
 	ms := cal.Lookup(metric)
 	if ms == nil {
@@ -92,8 +96,16 @@ func StartSpread(cal *Calibration, metric string) (sd, df float64, ok, bound boo
 	if df <= 0 {
 		return sd, df, false, false
 	}
-	if sd == 0 && ms.RunSD > 0 {
-		return ms.RunSD, df, true, true
+	if sd == 0 {
+		// The starts' means spread by no more than the levels below put into them; a
+		// calibration older than that figure, or of one run per start, has the runs'.
+		whole := ms.RunSD
+		if c := ms.Components; c != nil && c.StartMeansSD != nil && *c.StartMeansSD > 0 {
+			whole = *c.StartMeansSD
+		}
+		if whole > 0 {
+			return whole, df, true, true
+		}
 	}
 	return sd, df, true, false
 }

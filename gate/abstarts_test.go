@@ -62,3 +62,43 @@ func TestABSwapWarnsOfAZeroStartSpread(t *testing.T) {
 		}
 	}
 }
+
+// TestStartSpreadBoundsAZeroByTheStartsMeans: a calibration of several runs per engine
+// start whose part between starts came out 0 is bounded by the spread of its starts'
+// means, which averages the runs' noise out, not by the spread of single runs; a
+// calibration without that figure (older, or one run per start) keeps the runs'.
+func TestStartSpreadBoundsAZeroByTheStartsMeans(t *testing.T) {
+	zero, means := 0.0, 0.012
+	for _, c := range []struct {
+		name  string
+		means *float64
+		want  float64
+	}{{"the starts' means", &means, 0.012}, {"no such figure", nil, 0.03}} {
+		cal := &Calibration{Source: "calibrate", Runs: 40, Restarts: true, Metrics: []MetricSpread{{Metric: "itl_p99", RunSD: 0.03, WithinSD: 0.028, DF: 9,
+			Components: &Components{WithinSD: 0.028, StartsSD: &zero, StartMeansSD: c.means, DF: 9, StartsDF: 9}}}}
+		sd, df, ok, bound := StartSpread(cal, "itl_p99")
+		if !ok || !bound || sd != c.want || df != 9 {
+			t.Errorf("%s: StartSpread = %v on %v (ok %v, bound %v), want %v on 9, a bound", c.name, sd, df, ok, bound, c.want)
+		}
+	}
+}
+
+// TestComponentsStartMeans: the spread of the starts' means is what the part between
+// starts is taken out of, so it holds the part and what the runs put into a mean of
+// theirs.
+func TestComponentsStartMeans(t *testing.T) {
+	// Two starts on one day, two runs each: start means e^0.0 and e^0.1 (log).
+	vals := []float64{math.Exp(-0.01), math.Exp(0.01), math.Exp(0.09), math.Exp(0.11)}
+	info := []CalRun{{0, "d"}, {0, "d"}, {1, "d"}, {1, "d"}}
+	c := componentsOf(vals, 0.005, info)
+	if c == nil || c.StartMeansSD == nil || c.StartsSD == nil {
+		t.Fatalf("components %+v: want the starts' means and part", c)
+	}
+	// The two means 0 and 0.1: sd 0.1/√2.
+	if want := math.Round(0.1/math.Sqrt2*1e6) / 1e6; *c.StartMeansSD != want {
+		t.Errorf("start_means_sd %v, want %v", *c.StartMeansSD, want)
+	}
+	if *c.StartsSD >= *c.StartMeansSD {
+		t.Errorf("between_starts_sd %v not below start_means_sd %v", *c.StartsSD, *c.StartMeansSD)
+	}
+}

@@ -41,6 +41,12 @@ type Components struct {
 	// StartsDF are the degrees of freedom of StartsSD (absent in calibrations older
 	// than it, whose DF stands in for it).
 	StartsDF int `json:"between_starts_df,omitempty"`
+	// StartMeansSD: the spread of the starts' means (each start's runs averaged) within
+	// a day, everything below included, on StartsDF. It is the raw figure StartsSD is
+	// taken out of, and what StartSpread bounds a StartsSD of 0 by: more runs per start
+	// narrow it, so that a calibration can show starts that differ little. Absent in
+	// calibrations older than it.
+	StartMeansSD *float64 `json:"start_means_sd,omitempty"`
 	// Lacks names each source the runs did not sample.
 	Lacks []string `json:"lacks,omitempty"`
 }
@@ -83,6 +89,7 @@ func componentsOf(vals []float64, within float64, info []CalRun) *Components {
 	if startDF > 0 {
 		v := max(startVar-lower/nStart, 0)
 		c.StartsSD, c.DF, c.StartsDF = sqrtp(v), startDF, startDF
+		c.StartMeansSD = sqrtp(startVar)
 		lower += v
 	} else if len(byStart) > 1 && len(byDay) > 1 {
 		c.Lacks = append(c.Lacks, LacksStarts+" on one day")

@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"cmp"
 	"fmt"
 	"runtime"
 	"runtime/debug"
@@ -47,8 +48,10 @@ var gpuNoise = sim.NoisePresets["gpu"]
 const testResamples = 500
 
 // noiseRun is one run of the model: a fresh engine start with its own noise draw.
+// noiseRun is a run of requests drawn from seed; its engine start's noise is drawn from
+// s.NoiseSeed, or from seed when that is 0 (a start of its own).
 func noiseRun(seed uint64, requests int, s gatetest.Spec) *run {
-	s.Requests, s.OutputTokens, s.Noise, s.NoiseSeed = requests, recommended.outputTokens, gpuNoise, int64(seed)
+	s.Requests, s.OutputTokens, s.Noise, s.NoiseSeed = requests, recommended.outputTokens, gpuNoise, cmp.Or(s.NoiseSeed, int64(seed))
 	s.SkipSummary = true
 	return runOf(gatetest.Record(seed, s))
 }

@@ -52,10 +52,10 @@ func ForWorkload(w *workload.Workload, in Inputs) (Plan, error) {
 			pr.RunSD, pr.CalRuns, pr.Source = m.RunSD, m.DF+1, fmt.Sprintf("calibration of %d runs, %s", m.DF+1, in.CalibrationPath)
 			if sd, df, ok, bound := gate.StartSpread(in.Calibration, r.Metric); ok {
 				// The swapped job adds what the gate will: a part that came out 0 is
-				// replaced by the runs' whole spread.
+				// replaced by the whole spread of its starts' means.
 				pr.StartsSD, pr.StartsDF = sd, int(df)
 				if bound {
-					p.Warnings = append(p.Warnings, fmt.Sprintf("%s: the calibration's spread between engine starts came out 0: A/B with swaps is costed, as its job will judge it, with the runs' whole spread (%.3f) in its place (calibrate over more starts to measure it)", r.Metric, sd))
+					p.Warnings = append(p.Warnings, fmt.Sprintf("%s: the calibration's spread between engine starts came out 0: A/B with swaps is costed, as its job will judge it, with the whole spread of its starts' means (%.3f) in its place (more runs per start, slogate calibrate --restart-every K, narrow it; more starts measure the part itself)", r.Metric, sd))
 				}
 			} else {
 				p.Warnings = append(p.Warnings, fmt.Sprintf("%s: the calibration did not measure the spread between engine starts: A/B with swaps is costed as if its engines' one start each added nothing, and its job will warn (calibrate with --restart-every K)", r.Metric))
