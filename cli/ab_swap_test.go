@@ -293,6 +293,53 @@ func TestABSwapAddsTheSpreadBetweenStarts(t *testing.T) {
 		}
 	})
 
+	// A calibration of two starts of two runs each whose part between starts came out 0
+	// (set so here: with two starts it does about half the time) bounds it by the spread
+	// of its starts' means, which calibrate stores (start_means_sd), and each rule says
+	// so: starts_sd is √2 times that bound, not the spread of single runs.
+	t.Run("a part of 0", func(t *testing.T) {
+		cfg := writeConfig(t, seededStartsConfig(t, "--slowdown 4 --noise-speed-sd 0.3", 3, 14))
+		a, out, errb := testApp(t)
+		recs := t.TempDir()
+		if code := a.run(context.Background(), []string{"calibrate", "-c", cfg, "--runs", "4", "--restart-every", "2", "-o", recs}); code != ExitOK {
+			t.Fatalf("calibrate: exit %d\n%s\n%s", code, out, errb)
+		}
+		dir := filepath.Join(filepath.Dir(cfg), "baselines")
+		b := calibratedBaseline(t, cfg, recs)
+		zero := 0.0
+		bounds := map[string]float64{}
+		for i := range b.Noise.Metrics {
+			m := &b.Noise.Metrics[i]
+			c := m.Components
+			if c == nil || c.StartsSD == nil || c.StartMeansSD == nil || *c.StartMeansSD < *c.StartsSD || c.RunsSD == nil {
+				t.Fatalf("%s: calibrate stored components %+v: want the starts' means and parts", m.Metric, c)
+			}
+			c.StartsSD = &zero
+			bounds[m.Metric] = *c.StartMeansSD
+		}
+		if _, err := gate.Write(dir, b); err != nil {
+			t.Fatal(err)
+		}
+		w := abJob(t, dir, "--blocks", "4")
+		checked := 0
+		for _, m := range w.Metrics {
+			bound, ok := bounds[m.Metric]
+			if !ok || m.Method != gate.MethodBlocks || bound == 0 {
+				continue
+			}
+			if want := math.Round(math.Sqrt2*bound*1e6) / 1e6; m.Noise == nil || math.Abs(m.Noise.StartsSD-want) > 2e-6 {
+				t.Errorf("%s: noise %+v, want starts_sd %.6f (√2 × the starts' means' spread %.6f)", m.Metric, m.Noise, want, bound)
+			}
+			if !slicesContains(m.Warnings, "came out 0") || !slicesContains(m.Warnings, "the whole spread of its starts' means") {
+				t.Errorf("%s: no warning of the bound: %q", m.Metric, m.Warnings)
+			}
+			checked++
+		}
+		if checked == 0 {
+			t.Fatalf("no gated rule was judged by its blocks: %+v", w.Metrics)
+		}
+	})
+
 	t.Run("uncalibrated", func(t *testing.T) {
 		w := abJob(t, t.TempDir(), "--blocks", "4")
 		if !slicesContains(w.Warnings, "no calibration of the baseline was found") || !slicesContains(w.Warnings, "slogate calibrate --restart-every K") {

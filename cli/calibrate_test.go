@@ -148,6 +148,11 @@ func TestCalibrateRestartEveryAndAppend(t *testing.T) {
 		c := m.Components
 		if c == nil || c.RunsSD == nil || c.StartsSD == nil || c.DaysSD != nil || strings.Join(c.Lacks, ",") != gate.LacksDays {
 			t.Errorf("%s: components %+v", m.Metric, c)
+			continue
+		}
+		// The starts' means spread by the part between starts and what their runs add.
+		if c.StartMeansSD == nil || *c.StartMeansSD < *c.StartsSD {
+			t.Errorf("%s: start_means_sd %v, want at least between_starts_sd %v", m.Metric, c.StartMeansSD, *c.StartsSD)
 		}
 	}
 }
