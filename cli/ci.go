@@ -496,7 +496,13 @@ func (c *ci) modeBaseline(ctx context.Context) int {
 	if n := c.in.CalibrateRuns; n > 1 {
 		// A calibration: n A/A runs become the baseline, with each gated metric's
 		// run-to-run spread stored beside them.
-		written, code = c.calibrate(ctx, c.f, runParams{config: c.f.Path, target: c.in.Target, outDir: c.outDir}, calibrateParams{runs: n, minRuns: c.in.CalibrateMinRuns, restartEvery: 1}, baselineStore(c.f, ""))
+		if k := c.in.CalibrateRestartEvery; k > 1 && c.f.Target.Start == nil {
+			c.errorf("input calibrate-restart-every %d: %s has no target.start, so slogate cannot start the engine; add target.start, or leave the input empty (the runs then share the running engine)", k, c.f.Path)
+			c.out.Verdict = "error"
+			c.setOutputs()
+			return ExitBadInput
+		}
+		written, code = c.calibrate(ctx, c.f, runParams{config: c.f.Path, target: c.in.Target, outDir: c.outDir}, calibrateParams{runs: n, minRuns: c.in.CalibrateMinRuns, restartEvery: max(c.in.CalibrateRestartEvery, 1)}, baselineStore(c.f, ""))
 	} else {
 		recs, rc := c.run(ctx)
 		if rc != ExitOK || len(recs) == 0 {

@@ -57,14 +57,23 @@ func TestCIModeABAndCalibration(t *testing.T) {
 		return code, out.String() + errb.String()
 	}
 
-	// A sequential calibration of 3 to 4 runs (calibrate --min-runs).
-	code, log := ci("baseline", "push", pushEvent, map[string]string{"INPUT_CALIBRATE-RUNS": "4", "INPUT_CALIBRATE-MIN-RUNS": "3", "INPUT_GITHUB-TOKEN": ""})
+	// A sequential calibration of 3 to 4 runs (calibrate --min-runs), an engine start
+	// every 2 runs (calibrate --restart-every).
+	code, log := ci("baseline", "push", pushEvent, map[string]string{"INPUT_CALIBRATE-RUNS": "4", "INPUT_CALIBRATE-MIN-RUNS": "3", "INPUT_CALIBRATE-RESTART-EVERY": "2", "INPUT_GITHUB-TOKEN": ""})
 	if code != ExitOK {
 		t.Fatalf("baseline: exit %d\n%s", code, log)
 	}
 	b, _, err := gate.DirStore(filepath.Join(dir, "baselines")).Lookup("small", "sim")
 	if err != nil || b == nil || b.Noise == nil || b.Noise.Runs < 3 || b.Noise.Runs > 4 || len(b.Trials) != b.Noise.Runs {
 		t.Fatalf("calibrated baseline %+v %v\n%s", b, err, log)
+	}
+	if ri := b.Noise.RunInfo; len(ri) < 3 || ri[0].Start != 0 || ri[1].Start != 0 || ri[2].Start != 1 {
+		t.Errorf("the calibration's runs by engine start %+v, want two runs a start", ri)
+	}
+	for _, m := range b.Noise.Metrics {
+		if c := m.Components; c == nil || c.RunsSD == nil || c.StartMeansSD == nil {
+			t.Errorf("%s: components %+v, want runs of one server and the starts' means", m.Metric, c)
+		}
 	}
 	if st := b.Noise.Stop; st == nil || st.MinRuns != 3 || st.MaxRuns != 4 || st.Runs != b.Noise.Runs || !strings.Contains(log, "stopped after") {
 		t.Fatalf("the calibration's stop %+v, want 3 to 4 runs\n%s", st, log)

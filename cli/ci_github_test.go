@@ -92,14 +92,25 @@ func TestCIEmptyTokenSaysNoComment(t *testing.T) {
 }
 
 func TestCIBadInputSetsOutputs(t *testing.T) {
-	for name, in := range map[string]map[string]string{
-		"bad mode":   {"INPUT_MODE": "gait"},
-		"bad target": {"INPUT_TARGET": "127.0.0.1:8000"},
+	for name, c := range map[string]struct {
+		in   map[string]string
+		says []string
+	}{
+		"bad mode":   {map[string]string{"INPUT_MODE": "gait"}, []string{`"gait"`}},
+		"bad target": {map[string]string{"INPUT_TARGET": "127.0.0.1:8000"}, []string{"127.0.0.1:8000"}},
+		// A calibration with engine starts every 2 runs of a config that cannot start one.
+		"calibrate-restart-every without target.start": {map[string]string{"INPUT_MODE": "baseline", "INPUT_CALIBRATE-RUNS": "4", "INPUT_CALIBRATE-RESTART-EVERY": "2"},
+			[]string{"input calibrate-restart-every 2: ", "slogate.yaml has no target.start"}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			code, log, outputs := ciWith(t, in, http.StatusCreated)
+			code, log, outputs := ciWith(t, c.in, http.StatusCreated)
 			if code != ExitBadInput {
 				t.Errorf("exit %d, want %d\n%s", code, ExitBadInput, log)
+			}
+			for _, say := range c.says {
+				if !strings.Contains(log, say) {
+					t.Errorf("the log does not say %q\n%s", say, log)
+				}
 			}
 			if outputs["verdict"] != "error" || outputs["results-dir"] == "" {
 				t.Errorf("outputs %v: want verdict error and results-dir", outputs)

@@ -47,6 +47,9 @@ type Inputs struct {
 	// CalibrateMinRuns makes that calibration sequential (slogate calibrate --min-runs);
 	// 0: every run.
 	CalibrateMinRuns int
+	// CalibrateRestartEvery starts the engine afresh every that many runs of the
+	// calibration (slogate calibrate --restart-every; target.start); 0: every run.
+	CalibrateRestartEvery int
 	// Blocks is the number of A/B blocks of mode ab (slogate ab --blocks); 0: 16.
 	Blocks int
 	// MinBlocks makes mode ab sequential (slogate ab --min-blocks); 0: every block runs.
@@ -130,6 +133,9 @@ func ReadInputs(a *githubactions.Action) (Inputs, error) {
 		errs = append(errs, err)
 	}
 	if in.CalibrateMinRuns, err = intInput(a, "calibrate-min-runs", 0, func(n int) bool { return n == 0 || (n >= 3 && n <= in.CalibrateRuns) }, "0 (every run) or from 3 to calibrate-runs"); err != nil {
+		errs = append(errs, err)
+	}
+	if in.CalibrateRestartEvery, err = intInput(a, "calibrate-restart-every", 0, func(n int) bool { return n == 0 || (n >= 1 && n <= in.CalibrateRuns) }, "0 (an engine start every run) or from 1 to calibrate-runs"); err != nil {
 		errs = append(errs, err)
 	}
 	if in.Blocks, err = intInput(a, "blocks", 0, func(n int) bool { return n >= 4 && n%4 == 0 }, "a multiple of 4, at least 4"); err != nil {

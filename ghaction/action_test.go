@@ -53,6 +53,9 @@ func TestReadInputs(t *testing.T) {
 		// A sequential calibration: at least 3 runs, at most 20.
 		{"baseline, sequential calibration", map[string]string{"INPUT_MODE": "baseline", "INPUT_CALIBRATE-RUNS": "20", "INPUT_CALIBRATE-MIN-RUNS": "3"},
 			Inputs{Config: "slogate.yaml", Mode: "baseline", FailOn: "fail", Comment: true, CommentMode: "always", CalibrateRuns: 20, CalibrateMinRuns: 3}},
+		// A calibration of 20 starts of 4 runs each.
+		{"baseline, calibration with several runs per start", map[string]string{"INPUT_MODE": "baseline", "INPUT_CALIBRATE-RUNS": "80", "INPUT_CALIBRATE-RESTART-EVERY": "4"},
+			Inputs{Config: "slogate.yaml", Mode: "baseline", FailOn: "fail", Comment: true, CommentMode: "always", CalibrateRuns: 80, CalibrateRestartEvery: 4}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -139,6 +142,10 @@ func TestReadInputsInvalid(t *testing.T) {
 		// A calibration's minimum below 3, or above its runs (none given: 0).
 		{"calibrate-min-runs", map[string]string{"INPUT_CALIBRATE-RUNS": "10", "INPUT_CALIBRATE-MIN-RUNS": "2"},
 			[]string{`input "calibrate-min-runs": invalid value "2"; valid values: 0 (every run) or from 3 to calibrate-runs`}},
+		{"calibrate-restart-every above the runs", map[string]string{"INPUT_CALIBRATE-RUNS": "10", "INPUT_CALIBRATE-RESTART-EVERY": "11"},
+			[]string{`input "calibrate-restart-every": invalid value "11"; valid values: 0 (an engine start every run) or from 1 to calibrate-runs`}},
+		{"calibrate-restart-every not a number", map[string]string{"INPUT_CALIBRATE-RUNS": "10", "INPUT_CALIBRATE-RESTART-EVERY": "four"},
+			[]string{`input "calibrate-restart-every": invalid value "four"; valid values: 0 (an engine start every run) or from 1 to calibrate-runs`}},
 		{"calibrate-min-runs without runs", map[string]string{"INPUT_CALIBRATE-MIN-RUNS": "3"},
 			[]string{`input "calibrate-min-runs": invalid value "3"; valid values: 0 (every run) or from 3 to calibrate-runs`}},
 		{"min-blocks odd", map[string]string{"INPUT_MIN-BLOCKS": "5"},
