@@ -24,8 +24,8 @@ import (
 const (
 	StopDecided   = "decided"    // the answer was known before the maximum
 	StopMaxBlocks = "max_blocks" // the maximum was reached
-	// StopFutile: no rule could be decided by the maximum at the noise seen (ab
-	// --futility-from); the job is judged by its sequences as at the maximum.
+	// StopFutile: no rule is likely to be decided fail by the maximum at the noise
+	// seen (ab --futility-from); the job is judged by its sequences as at the maximum.
 	StopFutile = "futile"
 )
 
@@ -48,12 +48,13 @@ type Stopped struct {
 // and stops at MaxBlocks. MinBlocks equal to MaxBlocks (or 0) is the fixed design.
 //
 // With FutilityFrom (0: none) it also stops, from that block on, when no undecided
-// rule could be decided by MaxBlocks if its pairs went on as they have (stats.Futile):
-// an engine against itself on a host whose noise is wider than the tolerance, which
-// would otherwise run every block to say nothing more. A futile stop never fails a job
-// that the maximum would have passed (the job is judged by the same sequences, valid at
-// every look), but a regression whose first pairs understate it may stop undecided: the
-// later the futility looks start, the rarer that is (docs/noise.md).
+// rule has as much as a stats.FutilityPower chance of being decided fail by MaxBlocks
+// if its pairs went on as they have (stats.Futile): an engine against itself, or a
+// faster one, whose further blocks could at best turn a pass undecided into a pass
+// decided. A futile stop never fails a job that the maximum would have passed (the job
+// is judged by the same sequences, valid at every look), but a regression whose first
+// pairs understate it may stop undecided: the later the futility looks start, the
+// rarer that is (docs/noise.md).
 //
 // With FinalShare (0: none) a job that reaches its maximum is judged there by the
 // blocks' fixed interval (stats.CompareBlocks) at that share of the error rate, and
@@ -164,7 +165,8 @@ func LookAB(cfg *workload.File, stop ABStop, recs []*result.Record, cals Calibra
 
 // lookBlocks is one look at every gated rule's confidence sequence over the blocks so
 // far: stop (a reason) when a rule is decided fail or every rule is decided, or from
-// stop.FutilityFrom when no undecided rule can be decided by the maximum; and why. parts
+// stop.FutilityFrom when no undecided rule is likely to be decided fail by the maximum
+// (stats.Futile); and why. parts
 // are the rules' start parts (nil: none).
 func lookBlocks(rules []workload.Rule, defs []metricDef, ab []abBlock, confidence float64, parts []startPart, stop ABStop) (string, string) {
 	confidence = cmp.Or(confidence, stats.DefaultConfidence)
@@ -191,9 +193,9 @@ func lookBlocks(rules []workload.Rule, defs []metricDef, ab []abBlock, confidenc
 		default:
 			open++
 			if stop.FutilityFrom > 0 && len(ab) >= stop.FutilityFrom {
-				f, hw, ok := stats.Futile(sb, pol, sp.shared(), stop.MaxBlocks/2, stop.FinalConfidence(confidence))
+				f, hw, power, ok := stats.Futile(sb, pol, sp.shared(), stop.MaxBlocks/2, stop.FinalConfidence(confidence))
 				if ok && f {
-					futile = append(futile, fmt.Sprintf("%s (±%.1f%% at %d blocks against its %s)", rule.Metric, 100*math.Expm1(hw), stop.MaxBlocks, pctText(rule.Tolerance)))
+					futile = append(futile, fmt.Sprintf("%s (±%.1f%% at %d blocks against its %s: a fail %s likely)", rule.Metric, 100*math.Expm1(hw), stop.MaxBlocks, pctText(rule.Tolerance), chanceText(power)))
 				}
 			}
 		}
@@ -204,12 +206,20 @@ func lookBlocks(rules []workload.Rule, defs []metricDef, ab []abBlock, confidenc
 	case open == 0 && len(decided) > 0:
 		return StopDecided, "every rule decided"
 	case open > 0 && len(futile) == open:
-		return StopFutile, "no rule can be decided by the maximum at the noise seen: " + strings.Join(futile, ", ")
+		return StopFutile, "no rule is likely to fail by the maximum at the noise seen: " + strings.Join(futile, ", ")
 	}
 	return "", ""
 }
 
 // lacks reports whether a block's run cannot give def (missingData judges the rule).
+// chanceText writes a chance below 10% for a reader: "3.2%", "under 0.1%".
+func chanceText(p float64) string {
+	if p < 0.001 {
+		return "under 0.1%"
+	}
+	return fmt.Sprintf("%.1f%%", 100*p)
+}
+
 func lacks(def metricDef, ab []abBlock) bool {
 	b, c := sides(ab)
 	_, _, l := missingData(def, b, c)

@@ -313,24 +313,39 @@ func SharedSequenceHalfWidth(n int, sd, v, conf float64) float64 {
 	return math.Sqrt(bound) / nf
 }
 
-// Futile says whether a rule's sequence cannot be decided by maxPairs pairs if the
-// pairs go on as they have: the tolerance's edge lies within the half-width that
-// maxPairs pairs of the spread seen so far would give around the present mean (the
-// shared part sh added by Shared.HalfWidth, as SequentialBlocksShared adds it). With
+// FutilityPower is the chance of a fail at the maximum below which a futility look
+// gives up on a rule (Futile): one in ten, the usual threshold of stochastic
+// curtailment on conditional power (K. K. G. Lan, R. Simon and M. Halperin,
+// "Stochastically curtailed tests in long-term clinical trials", Communications in
+// Statistics C 1(3), 207–219, 1982).
+const FutilityPower = 0.1
+
+// Futile says whether a rule is unlikely to be decided fail by maxPairs pairs if the
+// pairs go on as they have: the chance that the interval at the maximum lies wholly
+// beyond the tolerance's edge on the worse side (ConditionalPower, its half-width that
+// of maxPairs pairs of the spread seen so far, the shared part sh added by
+// Shared.HalfWidth, as SequentialBlocksShared adds it) is below FutilityPower. With
 // final > 0 the job is judged at its maximum by a fixed interval at that level, and the
 // half-width forecast is a fixed one (Student's t on the pairs) instead of the
-// sequence's. Its answer is a forecast,
-// not a decision: stopping on it never makes a fail more likely, since the sequence
-// that judges the job holds at every look. hwMax is that half-width on the log scale;
-// ok is false when the blocks give fewer than three pairs of positive values.
-func Futile(blocks []Block, pol Policy, sh Shared, maxPairs int, final float64) (futile bool, hwMax float64, ok bool) {
+// sequence's.
+//
+// Only a fail changes what a job says to its pull request: a rule the maximum could
+// at best decide pass (an unchanged engine, a faster one) is not worth its blocks, and
+// a regression whose first pairs understate it is kept while a fail is still within
+// reach. A forecast from the present mean alone (is the edge within the maximum's
+// half-width of it?) gives up whenever that chance is below about a half, and so on
+// such a regression as often as not. Its answer is a forecast, not a decision: stopping
+// on it never makes a fail more likely, since the sequence that judges the job holds at
+// every look. hwMax is that half-width on the log scale and power that chance; ok is
+// false when the blocks give fewer than three pairs of positive values.
+func Futile(blocks []Block, pol Policy, sh Shared, maxPairs int, final float64) (futile bool, hwMax, power float64, ok bool) {
 	pol, _, errs := pol.effective()
 	if len(errs) > 0 {
-		return false, 0, false
+		return false, 0, 0, false
 	}
 	d, ok := PairLogRatios(blocks)
 	if !ok || len(d) < 3 {
-		return false, 0, false
+		return false, 0, 0, false
 	}
 	var m float64
 	for _, x := range d {
@@ -343,9 +358,32 @@ func Futile(blocks []Block, pol Policy, sh Shared, maxPairs int, final float64) 
 	} else {
 		hwMax = sh.HalfWidth(pol.Confidence, func(level float64) float64 { return SequenceHalfWidth(maxPairs, sd, level) })
 	}
-	edge := math.Log1p(pol.Tolerance)
-	if pol.Direction == HigherIsBetter {
-		edge = math.Log1p(-pol.Tolerance)
-	}
-	return math.Abs(m-edge) < hwMax, hwMax, true
+	power = ConditionalPower(pol.Direction, pol.Tolerance, m, sd, len(d), maxPairs, hwMax)
+	return power < FutilityPower, hwMax, power, true
 }
+
+// ConditionalPower is the chance that a rule of direction d and tolerance tol is
+// decided fail at the maximum of maxPairs pairs, an interval of half-width hwMax about
+// the pairs' mean log-ratio lying wholly beyond the tolerance on the worse side, when n
+// pairs of mean m and sample standard deviation sd have been seen and the rest are
+// drawn about m with that spread: the mean at the maximum is then normal about m with
+// standard deviation sd·√(maxPairs − n)/maxPairs. The half-width is taken as forecast,
+// its own spread ignored.
+func ConditionalPower(d Direction, tol, m, sd float64, n, maxPairs int, hwMax float64) float64 {
+	// The margin by which the mean at the maximum must pass the edge, on the worse
+	// side.
+	need := hwMax + math.Log1p(tol) - m
+	if d == HigherIsBetter {
+		need = hwMax + m - math.Log1p(-tol)
+	}
+	sdM := sd * math.Sqrt(max(float64(maxPairs-n), 0)) / float64(maxPairs)
+	if !(sdM > 0) {
+		if need < 0 {
+			return 1
+		}
+		return 0
+	}
+	return normalCDF(-need / sdM)
+}
+
+func normalCDF(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }

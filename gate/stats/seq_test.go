@@ -297,38 +297,91 @@ func TestSharedSequence(t *testing.T) {
 }
 
 // TestFutile: four pairs that move ±30% about no change cannot bring a ±5% rule's
-// sequence to either side by 16 pairs: futile. Pairs that agree within ±1% can, and a
-// ×2 regression four times the pairs' spread beyond the edge will be decided fail:
-// neither is futile. Fewer than three pairs forecast nothing; a shared part widens
-// the forecast.
+// sequence beyond its edge by 16 pairs: futile. Pairs that agree within ±1% about no
+// change are futile too (the maximum could decide them pass, not fail), and so are ones
+// a few percent beyond the edge but so quiet that the maximum's mean cannot leave them;
+// a ×2 regression four times the pairs' spread beyond the edge will be decided fail,
+// and one of 10% with a spread that the maximum narrows past the edge may be: neither
+// is futile. Fewer than three pairs forecast nothing; a shared part widens the
+// forecast.
 func TestFutile(t *testing.T) {
 	pol := Policy{Direction: LowerIsBetter, Tolerance: 0.05, Confidence: 0.95}
 	noisy := pairBlocks([]float64{0.3, -0.3, 0.25, -0.2})
-	if f, hw, ok := Futile(noisy, pol, Shared{}, 16, 0); !ok || !f || !(hw > math.Log1p(0.05)) {
+	if f, hw, _, ok := Futile(noisy, pol, Shared{}, 16, 0); !ok || !f || !(hw > math.Log1p(0.05)) {
 		t.Errorf("noisy A/A: futile %v, half-width at 16 pairs %.3f, ok %v; want futile", f, hw, ok)
 	}
 	quiet := pairBlocks([]float64{0.01, -0.01, 0.005, -0.008})
-	if f, _, ok := Futile(quiet, pol, Shared{}, 16, 0); !ok || f {
-		t.Errorf("quiet A/A: futile %v, ok %v; want decidable", f, ok)
+	if f, _, _, ok := Futile(quiet, pol, Shared{}, 16, 0); !ok || !f {
+		t.Errorf("quiet A/A: futile %v, ok %v; want futile (a fail out of reach)", f, ok)
+	}
+	if f, _, _, ok := Futile(pairBlocks([]float64{0.14, 0.06, 0.12, 0.08}), pol, Shared{}, 16, 0); !ok || f {
+		t.Errorf("×1.1 of spread 0.037: futile %v, ok %v; want a fail within reach", f, ok)
 	}
 	slow := pairBlocks([]float64{0.7, 0.66, 0.72, 0.69})
-	if f, _, ok := Futile(slow, pol, Shared{}, 16, 0); !ok || f {
+	if f, _, _, ok := Futile(slow, pol, Shared{}, 16, 0); !ok || f {
 		t.Errorf("×2 regression: futile %v, ok %v; want decidable", f, ok)
 	}
-	if _, _, ok := Futile(pairBlocks([]float64{0.3, -0.3}), pol, Shared{}, 16, 0); ok {
+	if _, _, _, ok := Futile(pairBlocks([]float64{0.3, -0.3}), pol, Shared{}, 16, 0); ok {
 		t.Error("two pairs gave a forecast")
 	}
-	_, hw0, _ := Futile(quiet, pol, Shared{}, 16, 0)
-	f, hw1, _ := Futile(quiet, pol, Shared{Var: 0.05 * 0.05}, 16, 0)
+	near := pairBlocks([]float64{0.12, 0.08, 0.11, 0.09})
+	_, hw0, _, _ := Futile(near, pol, Shared{}, 16, 0)
+	f, hw1, _, _ := Futile(near, pol, Shared{Var: 0.05 * 0.05}, 16, 0)
 	if !(hw1 > hw0) || !f {
-		t.Errorf("a shared part of sd 0.05: half-width %.4f against %.4f without, futile %v; want wider and futile", hw1, hw0, f)
+		t.Errorf("×1.1 with a shared part of sd 0.05: half-width %.4f against %.4f without, futile %v; want wider and futile", hw1, hw0, f)
 	}
 	// Judged at the maximum by a fixed interval (a final share), 16 pairs of the noisy
 	// spread reach less far than the sequence there: the forecast is the fixed one.
-	_, hwSeq, _ := Futile(noisy, pol, Shared{}, 16, 0)
-	_, hwFixed, _ := Futile(noisy, pol, Shared{}, 16, 0.975)
+	_, hwSeq, _, _ := Futile(noisy, pol, Shared{}, 16, 0)
+	_, hwFixed, _, _ := Futile(noisy, pol, Shared{}, 16, 0.975)
 	if want := FixedHalfWidth(16, sampleSD([]float64{0.3, -0.3, 0.25, -0.2}), 0.975); !(hwFixed < hwSeq) || math.Abs(hwFixed-want) > 1e-12 {
 		t.Errorf("noisy, fixed at the maximum: half-width %.4f (sequence %.4f); want %.4f", hwFixed, hwSeq, want)
+	}
+}
+
+// TestFutileKeepsAnUnderstatedRegression: a job of at most 8 pairs judged there by the
+// fixed interval at 97.5% (--final-share 0.5), four pairs seen. A regression of ×1.4
+// whose first pairs came out at ×1.28 (mean 0.25, spread 0.234, as -t 2 against -t 1
+// on a busy llama.cpp host) has the edge within the maximum's half-width of its mean,
+// and a forecast from that mean alone gave up on it; but its mean at the maximum lies
+// beyond edge + half-width more than a quarter of the time, so it is not futile. An
+// unchanged engine of that spread whose pairs came out at ×1.1 is (a chance of a fail
+// under 1 in 1000), and so is a faster one.
+func TestFutileKeepsAnUnderstatedRegression(t *testing.T) {
+	pol := Policy{Direction: LowerIsBetter, Tolerance: 0.05, Confidence: 0.95}
+	spread := func(m float64) []float64 {
+		// Four pairs of mean m and sample standard deviation 0.234.
+		a := 0.234 * math.Sqrt(3.0/2)
+		return []float64{m + a, m - a, m, m}
+	}
+	reg := spread(0.25)
+	f, hw, _, ok := Futile(pairBlocks(reg), pol, Shared{}, 8, 0.975)
+	edge := math.Log1p(0.05)
+	if !ok || f || !(math.Abs(0.25-edge) < hw) {
+		t.Errorf("×1.28 over four pairs: futile %v, half-width %.3f at 8 pairs (edge %.3f from the mean), ok %v; want not futile with the edge within reach", f, hw, 0.25-edge, ok)
+	}
+	cp := ConditionalPower(LowerIsBetter, 0.05, 0.25, sampleSD(reg), 4, 8, hw)
+	// The mean at 8 pairs is normal about 0.25 with sd 0.234·√4/8: a decision needs it
+	// beyond edge + hw.
+	want := 0.5 * math.Erfc((edge+hw-0.25)/(0.234*2/8)/math.Sqrt2)
+	if math.Abs(cp-want) > 1e-3 || !(cp > 0.25) {
+		t.Errorf("conditional power %.4f, want %.4f (above 0.25)", cp, want)
+	}
+	if f, _, _, _ := Futile(pairBlocks(spread(0.1)), pol, Shared{}, 8, 0.975); !f {
+		t.Error("×1.1 over four pairs of spread 0.234: not futile")
+	}
+	// At the maximum the mean is known: decided or not.
+	if ConditionalPower(LowerIsBetter, 0.05, 0.3, 0.2, 8, 8, 0.2) != 1 || ConditionalPower(LowerIsBetter, 0.05, 0.2, 0.2, 8, 8, 0.2) != 0 {
+		t.Error("the chance of a fail at the maximum is not 1 or 0 there")
+	}
+	// Higher is better: the mirror image about no change, on the edge ln(1 − 5%).
+	up := ConditionalPower(HigherIsBetter, 0.05, -0.25, 0.234, 4, 8, hw)
+	if want := 0.5 * math.Erfc((hw-math.Log1p(-0.05)-0.25)/(0.234*2/8)/math.Sqrt2); math.Abs(up-want) > 1e-12 {
+		t.Errorf("higher is better, ×0.78: %.4f, want %.4f", up, want)
+	}
+	// A faster candidate, however sure, has no fail within reach.
+	if f, _, _, _ := Futile(pairBlocks(spread(-0.3)), pol, Shared{}, 8, 0.975); !f {
+		t.Error("×0.74 over four pairs: not futile")
 	}
 }
 
