@@ -68,7 +68,7 @@ func (a *app) cmdAB(ctx context.Context, args []string) int {
 	fs.IntVar(&p.blocks, "blocks", 16, "blocks in the job at most, both sides together: a multiple of 4 (ABBA), at least 4")
 	fs.IntVar(&p.blocks, "max-blocks", 16, "the same as --blocks")
 	fs.IntVar(&p.minBlocks, "min-blocks", 0, "the fewest blocks after which the job may stop, its answer known: even, at least 4 (default: --blocks, every block runs)")
-	fs.IntVar(&p.futilityFrom, "futility-from", 0, "with --min-blocks: also stop from this `block` on (even, at least 8) once no rule is likely to fail by --blocks at the noise seen (0: never)")
+	fs.IntVar(&p.futilityFrom, "futility-from", 0, "with --min-blocks: also stop from this `block` on (even, at least 8) once no rule is likely to leave its tolerance by --blocks at the noise seen (0: never)")
 	fs.Float64Var(&p.finalShare, "final-share", 0, "with --min-blocks: the `share` of the error rate kept for the blocks' fixed interval that judges a job reaching --blocks (0 to 0.9; 0: the sequences judge it)")
 	fs.Var(&p.names, "w", "workload `name` (repeatable or comma-separated; default: all)")
 	fs.StringVar(&p.outDir, "o", "slogate-out", "output `dir`ectory")

@@ -173,7 +173,7 @@ func TestABFutilityStopsAnUndecidableJob(t *testing.T) {
 		t.Errorf("block 1's record: %v %+v", err, rec.AB)
 	}
 	md, _ := os.ReadFile(filepath.Join(dir, "comment.md"))
-	if !strings.Contains(string(md), "stopped after 8 of at most 16 blocks: no rule is likely to fail by the maximum at the noise seen") {
+	if !strings.Contains(string(md), "stopped after 8 of at most 16 blocks: no rule is likely to leave its tolerance by the maximum at the noise seen") {
 		t.Errorf("the comment does not say why it stopped:\n%s", md)
 	}
 	if !strings.Contains(errb.String(), "stopping after block 8 of at most 16") {

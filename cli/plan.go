@@ -41,7 +41,7 @@ func (a *app) cmdPlan(_ context.Context, args []string) int {
 	blocks := fs.Int("blocks", 16, "an A/B job's blocks at most: a multiple of 4, at least 4")
 	minBlocks := fs.Int("min-blocks", 0, "the fewest blocks after which an A/B job may stop: even, at least 4 (default: --blocks)")
 	finalShare := fs.Float64("final-share", 0, "the `share` of the error rate kept for the fixed interval that judges an A/B job reaching --blocks (ab --final-share; 0: none)")
-	futilityFrom := fs.Int("futility-from", 0, "the `block` from which an A/B job stops once no rule is likely to fail by --blocks (ab --futility-from; 0: never)")
+	futilityFrom := fs.Int("futility-from", 0, "the `block` from which an A/B job stops once no rule is likely to leave its tolerance by --blocks (ab --futility-from; 0: never)")
 	if code, ok := a.parse(fs, args); !ok {
 		return code
 	}

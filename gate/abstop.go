@@ -24,8 +24,9 @@ import (
 const (
 	StopDecided   = "decided"    // the answer was known before the maximum
 	StopMaxBlocks = "max_blocks" // the maximum was reached
-	// StopFutile: no rule is likely to be decided fail by the maximum at the noise
-	// seen (ab --futility-from); the job is judged by its sequences as at the maximum.
+	// StopFutile: no rule is likely to be shown beyond its tolerance (worse or better)
+	// by the maximum at the noise seen (ab --futility-from); the job is judged by its
+	// sequences as at the maximum.
 	StopFutile = "futile"
 )
 
@@ -48,10 +49,10 @@ type Stopped struct {
 // and stops at MaxBlocks. MinBlocks equal to MaxBlocks (or 0) is the fixed design.
 //
 // With FutilityFrom (0: none) it also stops, from that block on, when no undecided
-// rule has as much as a stats.FutilityPower chance of being decided fail by MaxBlocks
-// if its pairs went on as they have (stats.Futile): an engine against itself, or a
-// faster one, whose further blocks could at best turn a pass undecided into a pass
-// decided. A futile stop never fails a job that the maximum would have passed (the job
+// rule has as much as a stats.FutilityPower chance of being shown beyond its tolerance
+// (a fail or an improvement) by MaxBlocks if its pairs went on as they have
+// (stats.Futile): an engine against itself on a host noisier than its tolerance, whose
+// further blocks could at best turn a pass undecided into a pass decided. A futile stop never fails a job that the maximum would have passed (the job
 // is judged by the same sequences, valid at every look), but a regression whose first
 // pairs understate it may stop undecided: the later the futility looks start, the
 // rarer that is (docs/noise.md).
@@ -165,8 +166,9 @@ func LookAB(cfg *workload.File, stop ABStop, recs []*result.Record, cals Calibra
 
 // lookBlocks is one look at every gated rule's confidence sequence over the blocks so
 // far: stop (a reason) when a rule is decided fail or every rule is decided, or from
-// stop.FutilityFrom when no undecided rule is likely to be decided fail by the maximum
-// (stats.Futile); and why. parts
+// stop.FutilityFrom when no undecided rule is likely to be shown beyond its tolerance
+// by the maximum (stats.Futile); and why. A rule is decided when its sequence settles
+// its verdict (stats.Decide): fail, pass or improved. parts
 // are the rules' start parts (nil: none).
 func lookBlocks(rules []workload.Rule, defs []metricDef, ab []abBlock, confidence float64, parts []startPart, stop ABStop) (string, string) {
 	confidence = cmp.Or(confidence, stats.DefaultConfidence)
@@ -188,14 +190,14 @@ func lookBlocks(rules []workload.Rule, defs []metricDef, ab []abBlock, confidenc
 		switch dec {
 		case stats.DecidedFail:
 			failed = append(failed, rule.Metric)
-		case stats.DecidedPass:
+		case stats.DecidedPass, stats.DecidedImproved:
 			decided = append(decided, rule.Metric)
 		default:
 			open++
 			if stop.FutilityFrom > 0 && len(ab) >= stop.FutilityFrom {
 				f, hw, power, ok := stats.Futile(sb, pol, sp.shared(), stop.MaxBlocks/2, stop.FinalConfidence(confidence))
 				if ok && f {
-					futile = append(futile, fmt.Sprintf("%s (±%.1f%% at %d blocks against its %s: a fail %s likely)", rule.Metric, 100*math.Expm1(hw), stop.MaxBlocks, pctText(rule.Tolerance), chanceText(power)))
+					futile = append(futile, fmt.Sprintf("%s (±%.1f%% at %d blocks against its %s: %s likely beyond it)", rule.Metric, 100*math.Expm1(hw), stop.MaxBlocks, pctText(rule.Tolerance), chanceText(power)))
 				}
 			}
 		}
@@ -206,7 +208,7 @@ func lookBlocks(rules []workload.Rule, defs []metricDef, ab []abBlock, confidenc
 	case open == 0 && len(decided) > 0:
 		return StopDecided, "every rule decided"
 	case open > 0 && len(futile) == open:
-		return StopFutile, "no rule is likely to fail by the maximum at the noise seen: " + strings.Join(futile, ", ")
+		return StopFutile, "no rule is likely to leave its tolerance by the maximum at the noise seen: " + strings.Join(futile, ", ")
 	}
 	return "", ""
 }

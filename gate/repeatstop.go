@@ -99,7 +99,7 @@ func lookRepeats(cfg *workload.File, store Store, recs []*result.Record) (bool, 
 			open++
 		case dec == stats.DecidedFail:
 			failed = append(failed, rule.Metric)
-		case dec == stats.DecidedPass:
+		case dec == stats.DecidedPass, dec == stats.DecidedImproved:
 			decided = append(decided, rule.Metric)
 		default:
 			open++

@@ -223,7 +223,7 @@ func Costs(j Job, rules []Rule) []Recipe {
 // half-width hw(pairs) lies within ln(1 + tolerance) = lt; j.MaxBlocks when none does.
 // With j.FutilityFrom, a job stops at its first futility look where an unchanged
 // candidate (pairs about no change, of spread sPair) has less than stats.FutilityPower
-// chance of a fail at the maximum, whose interval has half-width atMax(pairs) (the
+// chance of a verdict beyond its tolerance at the maximum, whose interval has half-width atMax(pairs) (the
 // sequence's, or the fixed interval's with a final share): the gate's forecast
 // (stats.Futile) with the pairs' mean at no change, which is its first look but for a
 // spread so wide that the maximum's mean could pass the edge by its half-width.
@@ -233,7 +233,7 @@ func stopsAt(j Job, lt, sPair float64, hw, atMax func(pairs int) float64) int {
 		if hw(k/2) <= lt {
 			return k
 		}
-		if j.FutilityFrom > 0 && k >= j.FutilityFrom && stats.ConditionalPower(stats.LowerIsBetter, math.Expm1(lt), 0, sPair, k/2, maxPairs, atMax(maxPairs)) < stats.FutilityPower {
+		if j.FutilityFrom > 0 && k >= j.FutilityFrom && stats.ConditionalPower(math.Expm1(lt), 0, sPair, k/2, maxPairs, atMax(maxPairs)) < stats.FutilityPower {
 			return k
 		}
 	}

@@ -109,32 +109,37 @@ type Decision string
 
 // Decisions of Decide.
 const (
-	// Undecided: the sequence still reaches both sides of the tolerance.
+	// Undecided: the sequence still reaches more than one of the verdicts' regions.
 	Undecided Decision = ""
 	// DecidedFail: the whole sequence is worse than the tolerance.
 	DecidedFail Decision = "fail"
-	// DecidedPass: the whole sequence lies within the tolerance on the side that
-	// matters (or better): no regression beyond it, at the sequence's confidence.
+	// DecidedPass: the whole sequence lies within the tolerance on both sides: neither
+	// a regression nor an improvement beyond it, at the sequence's confidence.
 	DecidedPass Decision = "pass"
+	// DecidedImproved: the whole sequence is better than the tolerance.
+	DecidedImproved Decision = "improved"
 )
 
-// Decide is a look at a rule's confidence sequence for a ratio, [lo, hi]: fail when it
-// lies wholly beyond the tolerance on the worse side, pass when it lies wholly on the
-// better side of that edge, undecided otherwise.
+// Decide is a look at a rule's confidence sequence for a ratio, [lo, hi]: decided when
+// it lies wholly within one region of the verdict rule (Judge) that the ratio's
+// interval settles: beyond the tolerance on the worse side (fail), within it on both
+// sides (pass), or beyond it on the better side (improved). A sequence that reaches two
+// regions is undecided, since more observations could still change the verdict: a
+// faster candidate is not decided pass while an improvement is within its sequence,
+// lest a job that stops early say "pass" where the same job at its maximum says
+// "improved". (The rule's warn, a point estimate beyond the tolerance with an interval
+// that reaches within it, is a verdict no interval settles.)
 func Decide(d Direction, tolerance, lo, hi float64) Decision {
+	worse, better := lo > 1+tolerance, hi < 1-tolerance
 	if d == HigherIsBetter {
-		switch {
-		case hi < 1-tolerance:
-			return DecidedFail
-		case lo >= 1-tolerance:
-			return DecidedPass
-		}
-		return Undecided
+		worse, better = hi < 1-tolerance, lo > 1+tolerance
 	}
 	switch {
-	case lo > 1+tolerance:
+	case worse:
 		return DecidedFail
-	case hi <= 1+tolerance:
+	case better:
+		return DecidedImproved
+	case lo >= 1-tolerance && hi <= 1+tolerance:
 		return DecidedPass
 	}
 	return Undecided
@@ -313,31 +318,32 @@ func SharedSequenceHalfWidth(n int, sd, v, conf float64) float64 {
 	return math.Sqrt(bound) / nf
 }
 
-// FutilityPower is the chance of a fail at the maximum below which a futility look
-// gives up on a rule (Futile): one in ten, the usual threshold of stochastic
-// curtailment on conditional power (K. K. G. Lan, R. Simon and M. Halperin,
-// "Stochastically curtailed tests in long-term clinical trials", Communications in
-// Statistics C 1(3), 207–219, 1982).
+// FutilityPower is the chance of a verdict beyond the tolerance at the maximum below
+// which a futility look gives up on a rule (Futile): one in ten, the usual threshold
+// of stochastic curtailment on conditional power (K. K. G. Lan, R. Simon and M.
+// Halperin, "Stochastically curtailed tests in long-term clinical trials",
+// Communications in Statistics C 1(3), 207–219, 1982).
 const FutilityPower = 0.1
 
-// Futile says whether a rule is unlikely to be decided fail by maxPairs pairs if the
-// pairs go on as they have: the chance that the interval at the maximum lies wholly
-// beyond the tolerance's edge on the worse side (ConditionalPower, its half-width that
-// of maxPairs pairs of the spread seen so far, the shared part sh added by
-// Shared.HalfWidth, as SequentialBlocksShared adds it) is below FutilityPower. With
-// final > 0 the job is judged at its maximum by a fixed interval at that level, and the
-// half-width forecast is a fixed one (Student's t on the pairs) instead of the
-// sequence's.
+// Futile says whether a rule is unlikely to be shown beyond its tolerance, worse (a
+// fail) or better (an improvement), by maxPairs pairs if the pairs go on as they have:
+// the chance that the interval at the maximum lies wholly beyond the tolerance on
+// either side (ConditionalPower, its half-width that of maxPairs pairs of the spread
+// seen so far, the shared part sh added by Shared.HalfWidth, as SequentialBlocksShared
+// adds it) is below FutilityPower. With final > 0 the job is judged at its maximum by
+// a fixed interval at that level, and the half-width forecast is a fixed one (Student's
+// t on the pairs) instead of the sequence's.
 //
-// Only a fail changes what a job says to its pull request: a rule the maximum could
-// at best decide pass (an unchanged engine, a faster one) is not worth its blocks, and
-// a regression whose first pairs understate it is kept while a fail is still within
-// reach. A forecast from the present mean alone (is the edge within the maximum's
-// half-width of it?) gives up whenever that chance is below about a half, and so on
-// such a regression as often as not. Its answer is a forecast, not a decision: stopping
-// on it never makes a fail more likely, since the sequence that judges the job holds at
-// every look. hwMax is that half-width on the log scale and power that chance; ok is
-// false when the blocks give fewer than three pairs of positive values.
+// Further blocks of an engine against itself on a host noisier than its tolerance
+// could at best turn a pass undecided into a pass decided: not worth their GPU time. A
+// regression (or an improvement) whose first pairs understate it is kept while its
+// verdict is still within reach; a forecast from the present mean alone (is the edge
+// within the maximum's half-width of it?) gives up whenever that chance is below about
+// a half, and so on such a regression as often as not. Its answer is a forecast, not a
+// decision: stopping on it never makes a fail more likely, since the sequence that
+// judges the job holds at every look. hwMax is that half-width on the log scale and
+// power that chance; ok is false when the blocks give fewer than three pairs of
+// positive values.
 func Futile(blocks []Block, pol Policy, sh Shared, maxPairs int, final float64) (futile bool, hwMax, power float64, ok bool) {
 	pol, _, errs := pol.effective()
 	if len(errs) > 0 {
@@ -358,32 +364,29 @@ func Futile(blocks []Block, pol Policy, sh Shared, maxPairs int, final float64) 
 	} else {
 		hwMax = sh.HalfWidth(pol.Confidence, func(level float64) float64 { return SequenceHalfWidth(maxPairs, sd, level) })
 	}
-	power = ConditionalPower(pol.Direction, pol.Tolerance, m, sd, len(d), maxPairs, hwMax)
+	power = ConditionalPower(pol.Tolerance, m, sd, len(d), maxPairs, hwMax)
 	return power < FutilityPower, hwMax, power, true
 }
 
-// ConditionalPower is the chance that a rule of direction d and tolerance tol is
-// decided fail at the maximum of maxPairs pairs, an interval of half-width hwMax about
-// the pairs' mean log-ratio lying wholly beyond the tolerance on the worse side, when n
-// pairs of mean m and sample standard deviation sd have been seen and the rest are
-// drawn about m with that spread: the mean at the maximum is then normal about m with
-// standard deviation sd·√(maxPairs − n)/maxPairs. The half-width is taken as forecast,
-// its own spread ignored.
-func ConditionalPower(d Direction, tol, m, sd float64, n, maxPairs int, hwMax float64) float64 {
-	// The margin by which the mean at the maximum must pass the edge, on the worse
-	// side.
-	need := hwMax + math.Log1p(tol) - m
-	if d == HigherIsBetter {
-		need = hwMax + m - math.Log1p(-tol)
-	}
+// ConditionalPower is the chance that a rule of tolerance tol is shown beyond it at
+// the maximum of maxPairs pairs, an interval of half-width hwMax about the pairs' mean
+// log-ratio lying wholly above ln(1 + tol) or wholly below ln(1 − tol) (a fail on one
+// side, an improvement on the other, whichever the direction), when n pairs of mean m
+// and sample standard deviation sd have been seen and the rest are drawn about m with
+// that spread: the mean at the maximum is then normal about m with standard deviation
+// sd·√(maxPairs − n)/maxPairs. The half-width is taken as forecast, its own spread
+// ignored.
+func ConditionalPower(tol, m, sd float64, n, maxPairs int, hwMax float64) float64 {
+	// The margins by which the mean at the maximum must pass each edge.
+	up, down := hwMax+math.Log1p(tol)-m, hwMax+m-math.Log1p(-tol)
 	sdM := sd * math.Sqrt(max(float64(maxPairs-n), 0)) / float64(maxPairs)
 	if !(sdM > 0) {
-		if need < 0 {
+		if up < 0 || down < 0 {
 			return 1
 		}
 		return 0
 	}
-	return normalCDF(-need / sdM)
+	return normalCDF(-up/sdM) + normalCDF(-down/sdM)
 }
 
 func normalCDF(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }

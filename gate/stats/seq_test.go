@@ -77,24 +77,35 @@ func TestConfidenceSequenceHoldsAtEveryLook(t *testing.T) {
 	}
 }
 
+// TestDecide: a sequence is decided when it lies within one of the verdicts' regions,
+// and each decision is the verdict Judge gives that interval about its middle.
 func TestDecide(t *testing.T) {
 	for _, c := range []struct {
 		dir    Direction
 		lo, hi float64
 		want   Decision
 	}{
-		{LowerIsBetter, 1.06, 1.3, DecidedFail},    // wholly beyond +5%
-		{LowerIsBetter, 0.97, 1.04, DecidedPass},   // wholly within
-		{LowerIsBetter, 0.80, 0.90, DecidedPass},   // wholly better: decided too
-		{LowerIsBetter, 0.99, 1.06, Undecided},     // reaches past the edge
-		{LowerIsBetter, 1.05, 1.2, Undecided},      // the edge itself is not beyond it
-		{HigherIsBetter, 0.8, 0.94, DecidedFail},   // mirrored
-		{HigherIsBetter, 0.95, 1.1, DecidedPass},   // the edge admits
-		{HigherIsBetter, 0.9, 1.1, Undecided},      // both sides
-		{LowerIsBetter, 0, math.Inf(1), Undecided}, // too few observations
+		{LowerIsBetter, 1.06, 1.3, DecidedFail},      // wholly beyond +5%
+		{LowerIsBetter, 0.97, 1.04, DecidedPass},     // wholly within
+		{LowerIsBetter, 0.95, 1.05, DecidedPass},     // the edges admit
+		{LowerIsBetter, 0.80, 0.94, DecidedImproved}, // wholly better than −5%
+		{LowerIsBetter, 0.80, 0.99, Undecided},       // pass or improved: not yet known
+		{LowerIsBetter, 0.99, 1.06, Undecided},       // reaches past the edge
+		{LowerIsBetter, 1.05, 1.2, Undecided},        // the edge itself is not beyond it
+		{HigherIsBetter, 0.8, 0.94, DecidedFail},     // mirrored
+		{HigherIsBetter, 0.95, 1.05, DecidedPass},    // the edges admit
+		{HigherIsBetter, 1.06, 1.3, DecidedImproved}, // wholly better than +5%
+		{HigherIsBetter, 1.01, 1.3, Undecided},       // pass or improved
+		{HigherIsBetter, 0.9, 1.1, Undecided},        // both sides
+		{LowerIsBetter, 0, math.Inf(1), Undecided},   // too few observations
 	} {
 		if got := Decide(c.dir, 0.05, c.lo, c.hi); got != c.want {
 			t.Errorf("%s [%v, %v]: %q, want %q", c.dir, c.lo, c.hi, got, c.want)
+		}
+		if c.want != Undecided {
+			if v := Judge(c.dir, 0.05, (c.lo+c.hi)/2, c.lo, c.hi); string(v) != string(c.want) {
+				t.Errorf("%s [%v, %v]: decided %q, but the verdict rule says %q", c.dir, c.lo, c.hi, c.want, v)
+			}
 		}
 	}
 }
@@ -297,13 +308,13 @@ func TestSharedSequence(t *testing.T) {
 }
 
 // TestFutile: four pairs that move ±30% about no change cannot bring a ±5% rule's
-// sequence beyond its edge by 16 pairs: futile. Pairs that agree within ±1% about no
-// change are futile too (the maximum could decide them pass, not fail), and so are ones
-// a few percent beyond the edge but so quiet that the maximum's mean cannot leave them;
-// a ×2 regression four times the pairs' spread beyond the edge will be decided fail,
-// and one of 10% with a spread that the maximum narrows past the edge may be: neither
-// is futile. Fewer than three pairs forecast nothing; a shared part widens the
-// forecast.
+// sequence beyond its tolerance by 16 pairs: futile. Pairs that agree within ±1% about
+// no change are futile too (the maximum could decide them pass, not fail or improved),
+// and so are ones a few percent beyond the edge whose spread a shared part widens past
+// what the maximum's mean can leave; a ×2 regression four times the pairs' spread
+// beyond the edge will be decided fail, and one of 10% with a spread that the maximum
+// narrows past the edge may be: neither is futile. Fewer than three pairs forecast
+// nothing.
 func TestFutile(t *testing.T) {
 	pol := Policy{Direction: LowerIsBetter, Tolerance: 0.05, Confidence: 0.95}
 	noisy := pairBlocks([]float64{0.3, -0.3, 0.25, -0.2})
@@ -312,7 +323,7 @@ func TestFutile(t *testing.T) {
 	}
 	quiet := pairBlocks([]float64{0.01, -0.01, 0.005, -0.008})
 	if f, _, _, ok := Futile(quiet, pol, Shared{}, 16, 0); !ok || !f {
-		t.Errorf("quiet A/A: futile %v, ok %v; want futile (a fail out of reach)", f, ok)
+		t.Errorf("quiet A/A: futile %v, ok %v; want futile (neither side within reach)", f, ok)
 	}
 	if f, _, _, ok := Futile(pairBlocks([]float64{0.14, 0.06, 0.12, 0.08}), pol, Shared{}, 16, 0); !ok || f {
 		t.Errorf("×1.1 of spread 0.037: futile %v, ok %v; want a fail within reach", f, ok)
@@ -344,9 +355,10 @@ func TestFutile(t *testing.T) {
 // whose first pairs came out at ×1.28 (mean 0.25, spread 0.234, as -t 2 against -t 1
 // on a busy llama.cpp host) has the edge within the maximum's half-width of its mean,
 // and a forecast from that mean alone gave up on it; but its mean at the maximum lies
-// beyond edge + half-width more than a quarter of the time, so it is not futile. An
-// unchanged engine of that spread whose pairs came out at ×1.1 is (a chance of a fail
-// under 1 in 1000), and so is a faster one.
+// beyond edge + half-width more than a quarter of the time, so it is not futile, and
+// nor is the mirror image, a faster engine whose improvement is within reach. An
+// unchanged engine of that spread whose pairs came out at ×1.1 is (a chance of a
+// verdict beyond ±5% under 1 in 1000).
 func TestFutileKeepsAnUnderstatedRegression(t *testing.T) {
 	pol := Policy{Direction: LowerIsBetter, Tolerance: 0.05, Confidence: 0.95}
 	spread := func(m float64) []float64 {
@@ -355,33 +367,34 @@ func TestFutileKeepsAnUnderstatedRegression(t *testing.T) {
 		return []float64{m + a, m - a, m, m}
 	}
 	reg := spread(0.25)
-	f, hw, _, ok := Futile(pairBlocks(reg), pol, Shared{}, 8, 0.975)
+	f, hw, power, ok := Futile(pairBlocks(reg), pol, Shared{}, 8, 0.975)
 	edge := math.Log1p(0.05)
 	if !ok || f || !(math.Abs(0.25-edge) < hw) {
 		t.Errorf("×1.28 over four pairs: futile %v, half-width %.3f at 8 pairs (edge %.3f from the mean), ok %v; want not futile with the edge within reach", f, hw, 0.25-edge, ok)
 	}
-	cp := ConditionalPower(LowerIsBetter, 0.05, 0.25, sampleSD(reg), 4, 8, hw)
-	// The mean at 8 pairs is normal about 0.25 with sd 0.234·√4/8: a decision needs it
-	// beyond edge + hw.
-	want := 0.5 * math.Erfc((edge+hw-0.25)/(0.234*2/8)/math.Sqrt2)
-	if math.Abs(cp-want) > 1e-3 || !(cp > 0.25) {
-		t.Errorf("conditional power %.4f, want %.4f (above 0.25)", cp, want)
+	// The mean at 8 pairs is normal about 0.25 with sd 0.234·√4/8: a fail needs it
+	// beyond edge + hw, an improvement (out of reach here) below ln(0.95) − hw.
+	sdM := 0.234 * 2 / 8
+	want := 0.5*math.Erfc((edge+hw-0.25)/sdM/math.Sqrt2) + 0.5*math.Erfc((0.25+hw-math.Log1p(-0.05))/sdM/math.Sqrt2)
+	if math.Abs(power-want) > 1e-3 || !(power > 0.25) {
+		t.Errorf("conditional power %.4f, want %.4f (above 0.25)", power, want)
+	}
+	if f, _, power, _ := Futile(pairBlocks(spread(-0.25)), pol, Shared{}, 8, 0.975); f || math.Abs(power-0.5*math.Erfc((hw-math.Log1p(-0.05)-0.25)/sdM/math.Sqrt2)-0.5*math.Erfc((edge+hw+0.25)/sdM/math.Sqrt2)) > 1e-3 {
+		t.Errorf("×0.78 over four pairs: futile %v, power %.4f; want an improvement within reach", f, power)
 	}
 	if f, _, _, _ := Futile(pairBlocks(spread(0.1)), pol, Shared{}, 8, 0.975); !f {
 		t.Error("×1.1 over four pairs of spread 0.234: not futile")
 	}
-	// At the maximum the mean is known: decided or not.
-	if ConditionalPower(LowerIsBetter, 0.05, 0.3, 0.2, 8, 8, 0.2) != 1 || ConditionalPower(LowerIsBetter, 0.05, 0.2, 0.2, 8, 8, 0.2) != 0 {
-		t.Error("the chance of a fail at the maximum is not 1 or 0 there")
+	// At the maximum the mean is known: beyond a tolerance or not.
+	if ConditionalPower(0.05, 0.3, 0.2, 8, 8, 0.2) != 1 || ConditionalPower(0.05, -0.3, 0.2, 8, 8, 0.2) != 1 || ConditionalPower(0.05, 0.2, 0.2, 8, 8, 0.2) != 0 {
+		t.Error("the chance of a verdict beyond the tolerance at the maximum is not 1 or 0 there")
 	}
-	// Higher is better: the mirror image about no change, on the edge ln(1 − 5%).
-	up := ConditionalPower(HigherIsBetter, 0.05, -0.25, 0.234, 4, 8, hw)
-	if want := 0.5 * math.Erfc((hw-math.Log1p(-0.05)-0.25)/(0.234*2/8)/math.Sqrt2); math.Abs(up-want) > 1e-12 {
-		t.Errorf("higher is better, ×0.78: %.4f, want %.4f", up, want)
-	}
-	// A faster candidate, however sure, has no fail within reach.
-	if f, _, _, _ := Futile(pairBlocks(spread(-0.3)), pol, Shared{}, 8, 0.975); !f {
-		t.Error("×0.74 over four pairs: not futile")
+	// The chance does not depend on the rule's direction: a fail on one side is an
+	// improvement on the other. A higher-is-better rule that came out at ×0.78 is
+	// kept as the lower-is-better one is.
+	hp := Policy{Direction: HigherIsBetter, Tolerance: 0.05, Confidence: 0.95}
+	if f, _, _, _ := Futile(pairBlocks(spread(-0.25)), hp, Shared{}, 8, 0.975); f {
+		t.Error("higher is better, ×0.78 over four pairs: futile, want a fail within reach")
 	}
 }
 
