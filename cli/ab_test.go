@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/slogate/slogate/gate"
+	"github.com/slogate/slogate/gate/stats"
 	"github.com/slogate/slogate/result"
 )
 
@@ -130,6 +132,43 @@ func TestABSequentialStopsWhenDecided(t *testing.T) {
 	if want := "stopped after " + itoa(n) + " of at most 16 blocks: itl\\_p99 decided fail"; !strings.Contains(string(md), want) {
 		t.Errorf("the comment does not say %q:\n%s", want, md)
 	}
+}
+
+// TestABSequentialWaitsForTheImprovement: the mirror image, a candidate whose steps are
+// a quarter as long. Its ITL p99 sequence soon lies wholly within the worse edge, which
+// once stopped the job as "every rule decided" with the verdict pass while the
+// sequence still reached above 1 − 5%; a rule is decided only when its sequence
+// settles the verdict, so the job runs on until ITL p99 is decided improved, and says
+// so.
+func TestABSequentialWaitsForTheImprovement(t *testing.T) {
+	base := writeConfig(t, startedSimConfig(t, "--slowdown 20"))
+	cand := writeConfig(t, startedSimConfig(t, "--slowdown 5"))
+	dir := t.TempDir()
+	a, out, errb := testApp(t)
+	code := a.run(context.Background(), []string{"ab", "-c", cand, "--baseline-config", base, "--blocks", "16", "--min-blocks", "4", "-o", dir})
+	res := abGateJSON(t, dir, code, out, errb)
+	w := res.Workloads[0]
+	if code != ExitOK || res.Verdict == gate.Fail {
+		t.Fatalf("a faster candidate: verdict %s, exit %d\n%s", res.Verdict, code, errb)
+	}
+	for _, m := range w.Metrics {
+		if m.Metric != "itl_p99" {
+			continue
+		}
+		if m.Verdict != gate.Improved || m.Decided != stats.DecidedImproved || m.Hi == nil || !(*m.Hi < 0.95) {
+			t.Errorf("itl_p99: verdict %s, decided %q, interval [%v, %v]; want improved, decided so, wholly below 0.95\n%s", m.Verdict, m.Decided, deref(m.Lo), deref(m.Hi), errb)
+		}
+	}
+	if w.Stopped == nil || w.BlocksRun != w.Stopped.AtBlock || (w.Stopped.Reason == gate.StopDecided && w.Stopped.Why != "every rule decided") {
+		t.Errorf("stopped %+v after %d blocks", w.Stopped, w.BlocksRun)
+	}
+}
+
+func deref(p *float64) float64 {
+	if p == nil {
+		return math.NaN()
+	}
+	return *p
 }
 
 // TestABMinBlocksRefused: a minimum that cannot make pairs, or above the maximum, is bad
