@@ -27,7 +27,8 @@
 # checkout's), SLOGATE_E2E_KEEP=1 (keep the work directory for a post-mortem),
 # SLOGATE_CACHE and SLOGATE_MODEL (as scripts/llamacpp.sh reads them),
 # SLOGATE_E2E_LLAMACPP_AB_FLAGS (the llama.cpp A/B jobs' stopping flags instead of
-# --futility-from 8, for measurements).
+# --futility-from 8 --final-share 0.5) and SLOGATE_E2E_LLAMACPP_AB_MAX (their most
+# blocks instead of 16), for measurements.
 set -uo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -744,14 +745,16 @@ scenario_llamacpp() {
 }
 
 # llamacpp_ab: slogate ab in restart mode (target.start starts llama-server afresh for
-# every block) and sequential (--min-blocks 4 --max-blocks 16, --futility-from 8), blocks of 40 requests
+# every block) and sequential (--min-blocks 4 --max-blocks 16, --futility-from 8
+# --final-share 0.5), blocks of 40 requests
 # (4 s). Checked: -t 1 against itself passes; one slot (-np 1) against four fails on
 # TTFT p95 (its requests queue) and stops before the maximum, decided. Reported, not
 # checked: -t 1 against -t 2, which on 2 shared cores came out faster, slower or the
 # same from one job to the next (docs/noise.md: 5 of 6 jobs alone showed a difference,
 # the one run beside the other scenarios none). Each job says how many blocks it ran and
-# why it stopped. SLOGATE_E2E_LLAMACPP_AB_FLAGS replaces --futility-from 8 for a
-# measurement of other stopping rules (docs/noise.md); its checks are this default's.
+# why it stopped. SLOGATE_E2E_LLAMACPP_AB_FLAGS replaces the stopping flags, and
+# SLOGATE_E2E_LLAMACPP_AB_MAX the maximum, for a measurement of other stopping rules
+# (docs/noise.md); its checks are this default's.
 llamacpp_ab() {
 	local port
 	port=$(free_port)
@@ -770,21 +773,21 @@ llamacpp_ab() {
 				print "    ready_timeout: 60s"
 			}' >ab-$t.yaml
 	done
-	local c rc
+	local c rc maxb=${SLOGATE_E2E_LLAMACPP_AB_MAX:-16}
 	for c in self np1 t2; do
 		rc=0
 		local cand=ab-$c.yaml
 		[[ $c == self ]] && cand=ab-t1.yaml
 		# shellcheck disable=SC2086 # the flags are words
-		"$SLOGATE" ab -c "$cand" --baseline-config ab-t1.yaml --min-blocks 4 --max-blocks 16 ${SLOGATE_E2E_LLAMACPP_AB_FLAGS---futility-from 8} -o "ab-$c" >"ab-$c.log" 2>&1 || rc=$?
+		"$SLOGATE" ab -c "$cand" --baseline-config ab-t1.yaml --min-blocks 4 --max-blocks "$maxb" ${SLOGATE_E2E_LLAMACPP_AB_FLAGS---futility-from 8 --final-share 0.5} -o "ab-$c" >"ab-$c.log" 2>&1 || rc=$?
 		if [[ ! -s ab-$c/gate.json ]]; then
 			tail -n 25 "ab-$c.log" | sed 's/^/        | /'
 			fail "llamacpp ab $c: exit $rc, no gate.json"
 			continue
 		fi
 		printf '  ..    llamacpp ab %s: exit %s, %s\n' "$c" "$rc" "$(jq -r '.workloads[0] | "\(.blocks_run) of \(.max_blocks) blocks (\(.stopped.why)); " + ([.metrics[] | select(.ratio != null) | "\(.metric) \(.ratio * 1000 | round / 1000) [\(.lo * 1000 | round / 1000), \(.hi * 1000 | round / 1000)] \(.verdict)"] | join(", "))' "ab-$c/gate.json")"
-		jqc "llamacpp ab $c: sequential, at most 16 blocks, says how many ran and why" "ab-$c/gate.json" \
-			'.workloads[0] | .max_blocks == 16 and .blocks_run >= 4 and .blocks_run <= 16 and .stopped.at_block == .blocks_run and (.stopped.why | length > 0)'
+		jqc "llamacpp ab $c: sequential, at most $maxb blocks, says how many ran and why" "ab-$c/gate.json" \
+			".workloads[0] | .max_blocks == $maxb and .blocks_run >= 4 and .blocks_run <= $maxb and .stopped.at_block == .blocks_run and (.stopped.why | length > 0)"
 		case $c in
 		self)
 			if [[ $rc == 0 ]]; then
@@ -793,7 +796,7 @@ llamacpp_ab() {
 				fail "llamacpp ab: -t 1 against itself: exit $rc, verdict $(jq -r .verdict ab-$c/gate.json)"
 			fi
 			jqc "llamacpp ab: -t 1 against itself stops before the maximum (futile or decided)" "ab-$c/gate.json" \
-				'.workloads[0] | (.stopped.reason == "futile" or .stopped.reason == "decided") and .blocks_run < 16'
+				".workloads[0] | (.stopped.reason == \"futile\" or .stopped.reason == \"decided\") and .blocks_run < $maxb"
 			;;
 		np1)
 			if [[ $rc == 1 ]]; then
@@ -802,7 +805,7 @@ llamacpp_ab() {
 				fail "llamacpp ab: one slot against four: exit $rc, want 1"
 			fi
 			jqc "llamacpp ab: one slot fails on ttft_p95, decided before the maximum" "ab-$c/gate.json" \
-				'.workloads[0] | .stopped.reason == "decided" and .blocks_run < 16 and (.metrics[] | select(.metric == "ttft_p95") | .verdict == "fail")'
+				".workloads[0] | .stopped.reason == \"decided\" and .blocks_run < $maxb and (.metrics[] | select(.metric == \"ttft_p95\") | .verdict == \"fail\")"
 			;;
 		t2)
 			if [[ $rc == 1 ]] || jq -e '[.workloads[].metrics[] | select(.lo != null and .hi != null) | select(.lo > 1.001 or .hi < 0.999)] | length > 0' "ab-$c/gate.json" >/dev/null; then
