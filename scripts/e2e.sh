@@ -785,7 +785,7 @@ llamacpp_ab() {
 			fail "llamacpp ab $c: exit $rc, no gate.json"
 			continue
 		fi
-		printf '  ..    llamacpp ab %s: exit %s, %s\n' "$c" "$rc" "$(jq -r '.workloads[0] | "\(.blocks_run) of \(.max_blocks) blocks (\(.stopped.why)); " + ([.metrics[] | select(.ratio != null) | "\(.metric) \(.ratio * 1000 | round / 1000) [\(.lo * 1000 | round / 1000), \(.hi * 1000 | round / 1000)] \(.verdict)"] | join(", "))' "ab-$c/gate.json")"
+		printf '  ..    llamacpp ab %s: exit %s, %s\n' "$c" "$rc" "$(jq -r '.workloads[0] | "\(.blocks_run) of \(.max_blocks) blocks (\(.stopped.why)); " + ([.metrics[] | select(.ratio != null) | "\(.metric) \(.ratio * 1000 | round / 1000) [\(if .lo == null then "0" else .lo * 1000 | round / 1000 end), \(if .hi == null then "inf" else .hi * 1000 | round / 1000 end)] \(.verdict)"] | join(", "))' "ab-$c/gate.json")"
 		jqc "llamacpp ab $c: sequential, at most $maxb blocks, says how many ran and why" "ab-$c/gate.json" \
 			".workloads[0] | .max_blocks == $maxb and .blocks_run >= 4 and .blocks_run <= $maxb and .stopped.at_block == .blocks_run and (.stopped.why | length > 0)"
 		case $c in
