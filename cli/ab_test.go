@@ -1,10 +1,10 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -97,10 +97,8 @@ func itoa(i int) string { return strconv.Itoa(i) }
 func TestABSequentialStopsWhenDecided(t *testing.T) {
 	base := writeConfig(t, startedSimConfig(t, "--slowdown 5"))
 	cand := writeConfig(t, startedSimConfig(t, "--slowdown 20"))
-	dir := t.TempDir()
-	a, out, errb := testApp(t)
-	code := a.run(context.Background(), []string{"ab", "-c", cand, "--baseline-config", base, "--blocks", "16", "--min-blocks", "4", "-o", dir})
-	res := abGateJSON(t, dir, code, out, errb)
+	j := runABJob(t, cand, base, "--blocks", "16", "--min-blocks", "4")
+	res, code, dir, errb := j.res, j.code, j.dir, j.errb
 	w := res.Workloads[0]
 	if w.Stopped == nil || w.Stopped.Reason != gate.StopDecided || w.Stopped.AtBlock >= 16 || w.BlocksRun != w.Stopped.AtBlock || w.MaxBlocks != 16 {
 		t.Fatalf("stopped %+v, blocks run %d of %d; want decided before 16; metrics %+v\n%s", w.Stopped, w.BlocksRun, w.MaxBlocks, w.Metrics, errb)
@@ -143,32 +141,17 @@ func TestABSequentialStopsWhenDecided(t *testing.T) {
 func TestABSequentialWaitsForTheImprovement(t *testing.T) {
 	base := writeConfig(t, startedSimConfig(t, "--slowdown 20"))
 	cand := writeConfig(t, startedSimConfig(t, "--slowdown 5"))
-	dir := t.TempDir()
-	a, out, errb := testApp(t)
-	code := a.run(context.Background(), []string{"ab", "-c", cand, "--baseline-config", base, "--blocks", "16", "--min-blocks", "4", "-o", dir})
-	res := abGateJSON(t, dir, code, out, errb)
-	w := res.Workloads[0]
-	if code != ExitOK || res.Verdict == gate.Fail {
-		t.Fatalf("a faster candidate: verdict %s, exit %d\n%s", res.Verdict, code, errb)
+	j := runABJob(t, cand, base, "--blocks", "16", "--min-blocks", "4")
+	w := j.res.Workloads[0]
+	if j.code != ExitOK || j.res.Verdict == gate.Fail {
+		t.Fatalf("a faster candidate: verdict %s, exit %d\n%s", j.res.Verdict, j.code, j.errb)
 	}
-	for _, m := range w.Metrics {
-		if m.Metric != "itl_p99" {
-			continue
-		}
-		if m.Verdict != gate.Improved || m.Decided != stats.DecidedImproved || m.Hi == nil || !(*m.Hi < 0.95) {
-			t.Errorf("itl_p99: verdict %s, decided %q, interval [%v, %v]; want improved, decided so, wholly below 0.95\n%s", m.Verdict, m.Decided, deref(m.Lo), deref(m.Hi), errb)
-		}
+	if m := metricNamed(w, "itl_p99"); m == nil || m.Verdict != gate.Improved || m.Decided != stats.DecidedImproved || m.Hi == nil || !(*m.Hi < 0.95) {
+		t.Errorf("itl_p99: %+v; want improved, decided so, its interval wholly below 0.95\n%s", m, j.errb)
 	}
 	if w.Stopped == nil || w.BlocksRun != w.Stopped.AtBlock || (w.Stopped.Reason == gate.StopDecided && w.Stopped.Why != "every rule decided") {
 		t.Errorf("stopped %+v after %d blocks", w.Stopped, w.BlocksRun)
 	}
-}
-
-func deref(p *float64) float64 {
-	if p == nil {
-		return math.NaN()
-	}
-	return *p
 }
 
 // TestABMinBlocksRefused: a minimum that cannot make pairs, or above the maximum, is bad
@@ -193,10 +176,8 @@ func TestABFutilityStopsAnUndecidableJob(t *testing.T) {
 	rules := "gate:\n  rules:\n    itl_p99: {direction: lower, tolerance: 2%}\n"
 	base := writeConfig(t, seededStartsConfig(t, "--slowdown 4 --noise-speed-sd 0.3", 3, 1, 5, 14, 8, 11, 2, 6)+rules)
 	cand := writeConfig(t, seededStartsConfig(t, "--slowdown 4 --noise-speed-sd 0.3", 14, 6, 3, 11, 1, 8, 5, 2)+rules)
-	dir := t.TempDir()
-	a, out, errb := testApp(t)
-	code := a.run(context.Background(), []string{"ab", "-c", cand, "--baseline-config", base, "--blocks", "16", "--min-blocks", "4", "--futility-from", "8", "-o", dir})
-	res := abGateJSON(t, dir, code, out, errb)
+	j := runABJob(t, cand, base, "--blocks", "16", "--min-blocks", "4", "--futility-from", "8")
+	res, code, dir, errb := j.res, j.code, j.dir, j.errb
 	w := res.Workloads[0]
 	if w.Stopped == nil || w.Stopped.Reason != gate.StopFutile || w.Stopped.AtBlock != 8 || w.BlocksRun != 8 || !strings.Contains(w.Stopped.Why, "itl_p99 (±") {
 		t.Fatalf("stopped %+v after %d blocks: want futile after 8\n%s", w.Stopped, w.BlocksRun, errb)
@@ -230,6 +211,35 @@ func TestABFutilityStopsAnUndecidableJob(t *testing.T) {
 
 // abGateJSON is the gate.json an A/B job wrote in dir; the test fails without one,
 // with the job's exit code and output.
+// abJob is one slogate ab job of the candidate config cand against the baseline config
+// base, run with flags into a fresh directory: its gate.json, exit code and output.
+type abJob struct {
+	res       gate.Result
+	code      int
+	dir       string
+	out, errb *bytes.Buffer
+}
+
+func runABJob(t *testing.T, cand, base string, flags ...string) abJob {
+	t.Helper()
+	j := abJob{dir: t.TempDir()}
+	var a *app
+	a, j.out, j.errb = testApp(t)
+	j.code = a.run(context.Background(), append(append([]string{"ab", "-c", cand, "--baseline-config", base}, flags...), "-o", j.dir))
+	j.res = abGateJSON(t, j.dir, j.code, j.out, j.errb)
+	return j
+}
+
+// metricNamed is the result of w's rule on metric, nil when it has none.
+func metricNamed(w gate.WorkloadResult, metric string) *gate.MetricResult {
+	for i := range w.Metrics {
+		if w.Metrics[i].Metric == metric {
+			return &w.Metrics[i]
+		}
+	}
+	return nil
+}
+
 func abGateJSON(t *testing.T, dir string, code int, out, errb fmt.Stringer) gate.Result {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(dir, "gate.json"))
@@ -253,10 +263,8 @@ func TestABFinalShareJudgesTheMaximum(t *testing.T) {
 	rules := "gate:\n  rules:\n    itl_p99: {direction: lower, tolerance: 5%}\n"
 	base := writeConfig(t, startedSimConfig(t, "--slowdown 4")+rules)
 	cand := writeConfig(t, startedSimConfig(t, "--slowdown 12")+rules)
-	dir := t.TempDir()
-	a, out, errb := testApp(t)
-	code := a.run(context.Background(), []string{"ab", "-c", cand, "--baseline-config", base, "--blocks", "8", "--min-blocks", "4", "--final-share", "0.5", "-o", dir})
-	res := abGateJSON(t, dir, code, out, errb)
+	j := runABJob(t, cand, base, "--blocks", "8", "--min-blocks", "4", "--final-share", "0.5")
+	res, code, dir, out, errb := j.res, j.code, j.dir, j.out, j.errb
 	w := res.Workloads[0]
 	if w.BlocksRun != 8 || w.Stopped == nil || w.Stopped.Reason != gate.StopMaxBlocks {
 		t.Fatalf("%d blocks, stopped %+v: want all 8\n%s", w.BlocksRun, w.Stopped, errb)
@@ -264,12 +272,7 @@ func TestABFinalShareJudgesTheMaximum(t *testing.T) {
 	if code != ExitGateFailed || res.Verdict != gate.Fail {
 		t.Errorf("a candidate 3x as slow: verdict %s, exit %d; want fail, 1\n%s", res.Verdict, code, out)
 	}
-	var itl *gate.MetricResult
-	for i := range w.Metrics {
-		if w.Metrics[i].Metric == "itl_p99" {
-			itl = &w.Metrics[i]
-		}
-	}
+	itl := metricNamed(w, "itl_p99")
 	if itl == nil || itl.Verdict != gate.Fail || itl.Lo == nil || !(*itl.Lo > 1.05) {
 		t.Fatalf("itl_p99: %+v", itl)
 	}

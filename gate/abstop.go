@@ -52,10 +52,11 @@ type Stopped struct {
 // rule has as much as a stats.FutilityPower chance of being shown beyond its tolerance
 // (a fail or an improvement) by MaxBlocks if its pairs went on as they have
 // (stats.Futile): an engine against itself on a host noisier than its tolerance, whose
-// further blocks could at best turn a pass undecided into a pass decided. A futile stop never fails a job that the maximum would have passed (the job
-// is judged by the same sequences, valid at every look), but a regression whose first
-// pairs understate it may stop undecided: the later the futility looks start, the
-// rarer that is (docs/noise.md).
+// further blocks could at best turn a pass undecided into a pass decided. A futile stop
+// never fails a job that the maximum would have passed (the job is judged by the same
+// sequences, valid at every look), but a regression whose first pairs understate it may
+// stop undecided: the later the futility looks start, the rarer that is
+// (docs/noise.md).
 //
 // With FinalShare (0: none) a job that reaches its maximum is judged there by the
 // blocks' fixed interval (stats.CompareBlocks) at that share of the error rate, and
@@ -168,8 +169,8 @@ func LookAB(cfg *workload.File, stop ABStop, recs []*result.Record, cals Calibra
 // far: stop (a reason) when a rule is decided fail or every rule is decided, or from
 // stop.FutilityFrom when no undecided rule is likely to be shown beyond its tolerance
 // by the maximum (stats.Futile); and why. A rule is decided when its sequence settles
-// its verdict (stats.Decide): fail, pass or improved. parts
-// are the rules' start parts (nil: none).
+// its verdict (stats.Decide): fail, pass or improved. parts are the rules' start parts
+// (nil: none).
 func lookBlocks(rules []workload.Rule, defs []metricDef, ab []abBlock, confidence float64, parts []startPart, stop ABStop) (string, string) {
 	confidence = cmp.Or(confidence, stats.DefaultConfidence)
 	var decided, failed, futile []string
@@ -213,15 +214,15 @@ func lookBlocks(rules []workload.Rule, defs []metricDef, ab []abBlock, confidenc
 	return "", ""
 }
 
-// lacks reports whether a block's run cannot give def (missingData judges the rule).
-// chanceText writes a chance below 10% for a reader: "3.2%", "under 0.1%".
+// chanceText writes a futility forecast's chance for a reader: "3.2%", "under 0.1%".
 func chanceText(p float64) string {
 	if p < 0.001 {
 		return "under 0.1%"
 	}
-	return fmt.Sprintf("%.1f%%", 100*p)
+	return pctText(p)
 }
 
+// lacks reports whether a block's run cannot give def (missingData judges the rule).
 func lacks(def metricDef, ab []abBlock) bool {
 	b, c := sides(ab)
 	_, _, l := missingData(def, b, c)

@@ -225,7 +225,8 @@ const seqMax = 32
 //
 // With restarts, the same jobs with a futility stop from block 8 and from block 16 (ab
 // --futility-from) keep the A/A bound, stop the unchanged engine at their first look
-// (a fail is out of its reach), and still fail a 20% regression in at least 95%. A
+// (no verdict beyond the tolerance is within its reach), and still fail a 20%
+// regression in at least 95%. A
 // forecast from the present mean alone, stopping whenever the maximum could not decide
 // the rule either way, caught 188 of 200 from block 8 and stopped the unchanged engine
 // in a median of 12 blocks.
@@ -275,8 +276,9 @@ func TestNoiseSequential(t *testing.T) {
 		if slow.medianBlocks >= recommended.blocks {
 			t.Errorf("%s: a 20%% ITL p99 regression ran a median %d blocks, want fewer than the fixed %d", rc, slow.medianBlocks, recommended.blocks)
 		}
-		// With a futility stop (ab --futility-from), the unchanged engine stops once a
-		// fail is out of the maximum's likely reach instead of running every block;
+		// With a futility stop (ab --futility-from), the unchanged engine stops once no
+		// verdict beyond the tolerance is within the maximum's likely reach instead of
+		// running every block;
 		// the A/A error rate holds whenever the looks start, and the later they start
 		// the fewer regressions stop undecided.
 		for _, from := range []int{8, 16} {

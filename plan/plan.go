@@ -160,12 +160,12 @@ func Costs(j Job, rules []Rule) []Recipe {
 		switch {
 		case seq && finalConf > 0:
 			hw := func(p int) float64 { return stats.SequenceHalfWidth(p, sPair, seqConf) }
-			n = stopsAt(j, lt, sPair, hw, func(p int) float64 { return stats.FixedHalfWidth(p, sPair, finalConf) })
+			n = stopsAt(j, r.Tolerance, sPair, hw, func(p int) float64 { return stats.FixedHalfWidth(p, sPair, finalConf) })
 			ab = append(ab, math.Expm1(lt+(stats.TQuantile((1+finalConf)/2, df)+z)*se))
 			blocks = max(blocks, n)
 		case seq:
 			hw := func(p int) float64 { return stats.SequenceHalfWidth(p, sPair, conf) }
-			n = stopsAt(j, lt, sPair, hw, hw)
+			n = stopsAt(j, r.Tolerance, sPair, hw, hw)
 			ab = append(ab, math.Expm1(lt+stats.SequenceHalfWidth(pairs, sPair, conf)+z*sPair/math.Sqrt(float64(pairs))))
 			blocks = max(blocks, n)
 		default:
@@ -196,12 +196,12 @@ func Costs(j Job, rules []Rule) []Recipe {
 		switch {
 		case seq && finalConf > 0:
 			sw = append(sw, fixed(finalConf))
-			swBlocks = max(swBlocks, stopsAt(j, lt, sPair, hw, func(n int) float64 {
+			swBlocks = max(swBlocks, stopsAt(j, r.Tolerance, sPair, hw, func(n int) float64 {
 				return sh.HalfWidth(finalConf, func(level float64) float64 { return stats.FixedHalfWidth(n, sPair, level) })
 			}))
 		case seq:
 			sw = append(sw, math.Expm1(lt+hw(pairs)+z*math.Sqrt(sPair*sPair/float64(pairs)+v)))
-			swBlocks = max(swBlocks, stopsAt(j, lt, sPair, hw, hw))
+			swBlocks = max(swBlocks, stopsAt(j, r.Tolerance, sPair, hw, hw))
 		default:
 			sw = append(sw, fixed(conf))
 		}
@@ -220,20 +220,19 @@ func Costs(j Job, rules []Rule) []Recipe {
 }
 
 // stopsAt is the fewest blocks, from j.MinBlocks in pairs, at which a sequence of
-// half-width hw(pairs) lies within ln(1 + tolerance) = lt; j.MaxBlocks when none does.
-// With j.FutilityFrom, a job stops at its first futility look where an unchanged
-// candidate (pairs about no change, of spread sPair) has less than stats.FutilityPower
-// chance of a verdict beyond its tolerance at the maximum, whose interval has half-width atMax(pairs) (the
-// sequence's, or the fixed interval's with a final share): the gate's forecast
-// (stats.Futile) with the pairs' mean at no change, which is its first look but for a
-// spread so wide that the maximum's mean could pass the edge by its half-width.
-func stopsAt(j Job, lt, sPair float64, hw, atMax func(pairs int) float64) int {
-	maxPairs := j.MaxBlocks / 2
+// half-width hw(pairs) lies within ln(1 + tol) = lt; j.MaxBlocks when none does. With
+// j.FutilityFrom, a job also stops at its first futility look where an unchanged
+// candidate (pairs about no change, of spread sPair) has less than
+// stats.FutilityPower chance of a verdict beyond the tolerance at the maximum, whose
+// interval has half-width atMax(pairs) (the sequence's, or the fixed interval's with a
+// final share): the gate's forecast (stats.Futile) with the pairs' mean at no change.
+func stopsAt(j Job, tol, sPair float64, hw, atMax func(pairs int) float64) int {
+	lt, maxPairs := math.Log1p(tol), j.MaxBlocks/2
 	for k := j.MinBlocks; k < j.MaxBlocks; k += 2 {
 		if hw(k/2) <= lt {
 			return k
 		}
-		if j.FutilityFrom > 0 && k >= j.FutilityFrom && stats.ConditionalPower(math.Expm1(lt), 0, sPair, k/2, maxPairs, atMax(maxPairs)) < stats.FutilityPower {
+		if j.FutilityFrom > 0 && k >= j.FutilityFrom && stats.ConditionalPower(tol, 0, sPair, k/2, maxPairs, atMax(maxPairs)) < stats.FutilityPower {
 			return k
 		}
 	}
