@@ -7,11 +7,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/slogate/slogate/gate/gatetest"
 	"github.com/slogate/slogate/gate/stats"
+	"github.com/slogate/slogate/sim"
 	"github.com/slogate/slogate/workload"
 )
 
@@ -58,113 +60,194 @@ type seqTrial struct {
 }
 
 // seqCals is how many calibrations the swapped jobs' trials take their spread between
-// engine starts from (trial i the calibration i mod seqCals): each of the recommended
-// 10 runs, every run its own engine start, as `slogate calibrate` makes one.
+// engine starts from (trial i the calibration i mod seqCals).
 const seqCals = 20
 
-// calShape is the shape of those calibrations: engine starts, runs of each start
-// (calibrate --restart-every), each run of the recommended requests.
-var calShape = struct{ starts, perStart int }{recommended.calibrationRuns, 1}
-
-var seqCalibrations struct {
-	sync.Once
-	cals []*Calibration
+// calKey names a set of seqCals calibrations: the model's spread between engine starts
+// they are drawn at, and their shape: engine starts, runs of each start (calibrate
+// --restart-every), each run of the recommended requests.
+type calKey struct {
+	sd               float64
+	starts, perStart int
 }
 
-// startCalibrations calibrates the seqCals baselines once.
-func startCalibrations(t *testing.T) []*Calibration {
-	seqCalibrations.Do(func() {
-		cfg := &workload.File{Gate: workload.GateConfig{Rules: recommended.rules, Resamples: testResamples}}
-		cals := make([]*Calibration, seqCals)
-		inParallel(seqCals, func(w int) {
-			runs := make([]*run, calShape.starts*calShape.perStart)
-			info := make([]CalRun, len(runs))
-			for i := range runs {
-				start := i / calShape.perStart
-				// The runs of one start share its draw of the engine noise, each at its
-				// own moment of the start's life.
-				s := gatetest.Spec{NoiseSeed: int64(3_000_000 + w*1000 + start), Offset: time.Duration(i%calShape.perStart) * 2 * blockSpan}
-				runs[i] = noiseRun(uint64(3_000_000+w*1000+i), recommended.requests, s)
-				info[i] = CalRun{Start: start, Day: "2026-01-01"}
-			}
-			c, err := calibrateRuns(cfg, runs, info, time.Time{})
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			cals[w] = c
-		})
-		seqCalibrations.cals = cals
+// defaultCal is the recommended calibration at the model's spread: 10 runs, every run
+// its own engine start, as `slogate calibrate` makes one.
+var defaultCal = calKey{gpuNoise.SpeedSD, recommended.calibrationRuns, 1}
+
+var calibrationSets struct {
+	sync.Mutex
+	m map[calKey][]*Calibration
+}
+
+// calibrationsOf calibrates k's seqCals baselines, once per key for the test binary.
+func calibrationsOf(t *testing.T, k calKey) []*Calibration {
+	calibrationSets.Lock()
+	defer calibrationSets.Unlock()
+	if cals, ok := calibrationSets.m[k]; ok {
+		return cals
+	}
+	noise := gpuNoise
+	noise.SpeedSD = k.sd
+	cfg := &workload.File{Gate: workload.GateConfig{Rules: recommended.rules, Resamples: testResamples}}
+	cals := make([]*Calibration, seqCals)
+	var failed atomic.Bool
+	inParallel(seqCals, func(w int) {
+		runs := make([]*run, k.starts*k.perStart)
+		info := make([]CalRun, len(runs))
+		for i := range runs {
+			start := i / k.perStart
+			// The runs of one start share its draw of the engine noise, each at its own
+			// moment of the start's life.
+			s := gatetest.Spec{Noise: noise, NoiseSeed: int64(3_000_000 + w*1000 + start), Offset: time.Duration(i%k.perStart) * 2 * blockSpan}
+			runs[i] = noiseRun(uint64(3_000_000+w*1000+i), recommended.requests, s)
+			info[i] = CalRun{Start: start, Day: "2026-01-01"}
+		}
+		c, err := calibrateRuns(cfg, runs, info, time.Time{})
+		if err != nil {
+			t.Error(err)
+			failed.Store(true)
+			return
+		}
+		cals[w] = c
 	})
-	if t.Failed() {
+	if failed.Load() {
 		t.FailNow()
 	}
-	return seqCalibrations.cals
+	if calibrationSets.m == nil {
+		calibrationSets.m = map[calKey][]*Calibration{}
+	}
+	calibrationSets.m[k] = cals
+	return cals
 }
 
-// seqJobs runs trials sequential A/B jobs of at most maxBlocks blocks (looking after
-// every block from minBlocks on); cand says whether the candidate engine is slower. A
-// swapped job's intervals add the spread between engine starts of its calibration, as
-// `slogate ab` adds that of the baseline's (abstarts.go).
-func seqJobs(t *testing.T, trials int, stop ABStop, rc recipe, slow float64) []seqTrial {
-	minBlocks, maxBlocks := stop.MinBlocks, stop.MaxBlocks
+// seqSet is a set of trials of sequential A/B jobs: how many, the recipe, how much
+// slower the candidate engine's ITL is (0: an A/A job) and the model's noise.
+type seqSet struct {
+	trials int
+	rc     recipe
+	slow   float64
+	noise  sim.Noise
+}
+
+// judge is one way of judging a trial's blocks: the stopping rule and, for swapped
+// engines, what the intervals add for the spread between engine starts: cal's
+// calibration (trial i takes calibration i mod seqCals), as `slogate ab` adds the
+// baseline's (abstarts.go), or nothing when known says the starts are known not to
+// differ (what a job could do if it knew that, which no calibration of a few starts can
+// show).
+type judge struct {
+	stop  ABStop
+	cal   calKey
+	known bool
+}
+
+// seqJobsEach runs set's trials of sequential A/B jobs under each judge: at most
+// stop.MaxBlocks blocks, looking after every pair from stop.MinBlocks on. Trial i's
+// blocks depend on the set and the trial, never on the judge (ABBA layouts of every
+// length share their prefixes), so each trial's blocks are drawn once, their statistics
+// built once, and every judge runs on them. out[k] holds judge k's trials.
+func seqJobsEach(t *testing.T, set seqSet, judges []judge) [][]seqTrial {
 	defs := defsOf(t)
+	maxBlocks := 0
+	for _, j := range judges {
+		maxBlocks = max(maxBlocks, j.stop.MaxBlocks)
+	}
 	layout := Layout(maxBlocks)
-	out := make([]seqTrial, trials)
-	var cals []*Calibration
-	if rc == swaps {
-		cals = startCalibrations(t)
+	out := make([][]seqTrial, len(judges))
+	for k := range out {
+		out[k] = make([]seqTrial, set.trials)
+	}
+	cals := make([][]*Calibration, len(judges))
+	if set.rc == swaps {
+		for k, j := range judges {
+			if !j.known {
+				cals[k] = calibrationsOf(t, j.cal)
+			}
+		}
 	}
 	metrics := make([]string, len(recommended.rules))
 	for j, r := range recommended.rules {
 		metrics[j] = r.Metric
 	}
-	inParallel(trials, func(i int) {
-		var parts []startPart
-		if rc == swaps {
-			parts = startParts(metrics, []string{"baseline", "candidate"}, cals[i%len(cals)])
-			if startsKnownEqual {
-				for j := range parts {
-					parts[j] = startPart{kept: 2, known: true}
-				}
-			}
-		}
+	inParallel(set.trials, func(i int) {
 		var blocks []abBlock
-		for b := range maxBlocks {
-			candidate := layout[b] == 'B'
-			s := gatetest.Spec{Requests: recommended.blockRequests, OutputTokens: recommended.outputTokens, Noise: gpuNoise, SkipSummary: true}
-			s.NoiseSeed = int64(7_000_000 + i*100 + b)
-			if rc == swaps {
-				s.NoiseSeed = int64(7_000_000 + i*100 + 90)
-				if candidate {
-					s.NoiseSeed++
+		// upTo draws the trial's blocks up to n, each once.
+		upTo := func(n int) []abBlock {
+			for b := len(blocks); b < n; b++ {
+				candidate := layout[b] == 'B'
+				s := gatetest.Spec{Requests: recommended.blockRequests, OutputTokens: recommended.outputTokens, Noise: set.noise, SkipSummary: true}
+				s.NoiseSeed = int64(7_000_000 + i*100 + b)
+				if set.rc == swaps {
+					s.NoiseSeed = int64(7_000_000 + i*100 + 90)
+					if candidate {
+						s.NoiseSeed++
+					}
+					s.Offset = time.Duration(b) * (blockSpan + wakeCost)
 				}
-				s.Offset = time.Duration(b) * (blockSpan + wakeCost)
+				if candidate && set.slow != 0 {
+					s.GapScale = set.slow
+				}
+				blocks = append(blocks, abBlock{r: runOf(gatetest.Record(uint64(8_000_000+i*100+b), s)), candidate: candidate, at: float64(b)})
 			}
-			if candidate && slow != 0 {
-				s.GapScale = slow
-			}
-			blocks = append(blocks, abBlock{r: runOf(gatetest.Record(uint64(8_000_000+i*100+b), s)), candidate: candidate, at: float64(b)})
-			n := len(blocks)
-			if n < minBlocks || n%2 != 0 || n == maxBlocks {
-				continue
-			}
-			if reason, _ := lookBlocks(recommended.rules, defs, blocks, 0.95, parts, stop); reason != "" {
-				break
-			}
+			return blocks[:n]
 		}
-		st := stoppedOf(recommended.rules, defs, blocks, stop, 0.95, parts)
-		vs := make([]Verdict, len(defs))
-		for j, d := range defs {
-			var sp startPart
-			if parts != nil {
-				sp = parts[j]
+		for k, jd := range judges {
+			var parts []startPart
+			if set.rc == swaps {
+				if jd.known {
+					parts = make([]startPart, len(metrics))
+					for j := range parts {
+						parts[j] = startPart{kept: 2, known: true}
+					}
+				} else {
+					parts = startParts(metrics, []string{"baseline", "candidate"}, cals[k][i%len(cals[k])])
+				}
 			}
-			vs[j] = evalBlocks(recommended.rules[j], d, blocks, policyOf(recommended.rules[j]), stop, sp).Verdict
+			stop := jd.stop
+			n := 0
+			for n < stop.MaxBlocks {
+				n++
+				if n < stop.MinBlocks || n%2 != 0 || n == stop.MaxBlocks {
+					continue
+				}
+				if reason, _ := lookBlocks(recommended.rules, defs, upTo(n), 0.95, parts, stop); reason != "" {
+					break
+				}
+			}
+			bs := upTo(n)
+			st := stoppedOf(recommended.rules, defs, bs, stop, 0.95, parts)
+			vs := make([]Verdict, len(defs))
+			for j, d := range defs {
+				var sp startPart
+				if parts != nil {
+					sp = parts[j]
+				}
+				vs[j] = evalBlocks(recommended.rules[j], d, bs, policyOf(recommended.rules[j]), stop, sp).Verdict
+			}
+			out[k][i] = seqTrial{blocks: n, verdicts: vs, stopped: st.Why}
 		}
-		out[i] = seqTrial{blocks: len(blocks), verdicts: vs, stopped: st.Why}
 	})
 	return out
+}
+
+// seqSummaries summarises seqJobsEach's trials by judge.
+func seqSummaries(t *testing.T, set seqSet, judges []judge) map[judge]seqSummary {
+	out := map[judge]seqSummary{}
+	for k, ts := range seqJobsEach(t, set, judges) {
+		out[judges[k]] = summarise(ts, set.rc)
+	}
+	return out
+}
+
+// onDefaultCal is stops judged as `slogate ab` judges them, a swapped job adding the
+// recommended calibration's spread between starts.
+func onDefaultCal(stops ...ABStop) []judge {
+	js := make([]judge, len(stops))
+	for k, s := range stops {
+		js[k] = judge{stop: s, cal: defaultCal}
+	}
+	return js
 }
 
 // seqSummary counts verdicts, and the median blocks and GPU time of the trials.
@@ -240,9 +323,40 @@ func TestNoiseSequential(t *testing.T) {
 	if testing.Short() {
 		recipes = recipes[:1]
 	}
+	// The stopping rules judged below, each on the same 200 A/A and 200 regressed
+	// trials of its recipe (seqSummaries draws each trial's blocks once).
+	plain := ABStop{MinBlocks: 4, MaxBlocks: seqMax}
+	seq12 := ABStop{MinBlocks: 4, MaxBlocks: 12}
+	fin12 := ABStop{MinBlocks: 4, MaxBlocks: 12, FinalShare: 0.5}
+	futFrom := []int{8, 16}
+	finals := []struct {
+		stop ABStop
+		// caught: the least share of the 20% regressions failed, in percent;
+		// aaMedian: the most blocks an unchanged engine's median job runs.
+		caught, aaMedian int
+	}{
+		{ABStop{MinBlocks: 4, MaxBlocks: 16}, 0, 16},
+		{ABStop{MinBlocks: 4, MaxBlocks: 16, FinalShare: 0.5}, 95, 16},
+		{ABStop{MinBlocks: 4, MaxBlocks: 16, FinalShare: 0.5, FutilityFrom: 8}, 90, 8},
+		{ABStop{MinBlocks: 4, MaxBlocks: 32, FinalShare: 0.5, FutilityFrom: 16}, 95, 16},
+	}
 	for _, rc := range recipes {
-		aa := summarise(seqJobs(t, 200, ABStop{MinBlocks: 4, MaxBlocks: seqMax}, rc, 0), rc)
-		slow := summarise(seqJobs(t, 200, ABStop{MinBlocks: 4, MaxBlocks: seqMax}, rc, 1.2), rc)
+		stops := []ABStop{plain}
+		if rc == swaps {
+			stops = append(stops, seq12, fin12)
+		} else {
+			for _, from := range futFrom {
+				stops = append(stops, ABStop{MinBlocks: 4, MaxBlocks: seqMax, FutilityFrom: from})
+			}
+			for _, c := range finals {
+				stops = append(stops, c.stop)
+			}
+		}
+		aaBy := seqSummaries(t, seqSet{200, rc, 0, gpuNoise}, onDefaultCal(stops...))
+		slowBy := seqSummaries(t, seqSet{200, rc, 1.2, gpuNoise}, onDefaultCal(stops...))
+		aaOf := func(s ABStop) seqSummary { return aaBy[judge{stop: s, cal: defaultCal}] }
+		slowOf := func(s ABStop) seqSummary { return slowBy[judge{stop: s, cal: defaultCal}] }
+		aa, slow := aaOf(plain), slowOf(plain)
 		t.Logf("%s, A/A: %v", rc, aa)
 		t.Logf("%s, ITL ×1.2: %v", rc, slow)
 		t.Logf("%s: median GPU minutes A/A %.1f, regression %.1f; the fixed recipe of %d starts %.1f",
@@ -257,11 +371,7 @@ func TestNoiseSequential(t *testing.T) {
 			// Within a quarter of the fixed recipe's GPU time (12 blocks), a job judged
 			// at its maximum by the fixed interval at half the error rate (ab
 			// --final-share 0.5) catches far more than the sequences there.
-			seq12 := ABStop{MinBlocks: 4, MaxBlocks: 12}
-			fin12 := ABStop{MinBlocks: 4, MaxBlocks: 12, FinalShare: 0.5}
-			slowSeq := summarise(seqJobs(t, 200, seq12, rc, 1.2), rc)
-			aaFin := summarise(seqJobs(t, 200, fin12, rc, 0), rc)
-			slowFin := summarise(seqJobs(t, 200, fin12, rc, 1.2), rc)
+			slowSeq, aaFin, slowFin := slowOf(seq12), aaOf(fin12), slowOf(fin12)
 			t.Logf("%s, at most 12 blocks, ITL ×1.2: %v", rc, slowSeq)
 			t.Logf("%s, at most 12 blocks, final share 0.5, A/A: %v", rc, aaFin)
 			t.Logf("%s, at most 12 blocks, final share 0.5, ITL ×1.2: %v", rc, slowFin)
@@ -281,10 +391,9 @@ func TestNoiseSequential(t *testing.T) {
 		// running every block;
 		// the A/A error rate holds whenever the looks start, and the later they start
 		// the fewer regressions stop undecided.
-		for _, from := range []int{8, 16} {
+		for _, from := range futFrom {
 			fut := ABStop{MinBlocks: 4, MaxBlocks: seqMax, FutilityFrom: from}
-			aaF := summarise(seqJobs(t, 200, fut, rc, 0), rc)
-			slowF := summarise(seqJobs(t, 200, fut, rc, 1.2), rc)
+			aaF, slowF := aaOf(fut), slowOf(fut)
 			t.Logf("%s, futility from block %d, A/A: %v", rc, from, aaF)
 			t.Logf("%s, futility from block %d, ITL ×1.2: %v", rc, from, slowF)
 			if aaF.fail*100 > aaF.n || aaF.medianBlocks > from {
@@ -301,19 +410,8 @@ func TestNoiseSequential(t *testing.T) {
 		// four; the A/A bound holds, with the futility stop too, which stops the
 		// unchanged engine at its first look (a median of 8 blocks from block 8, 16
 		// from block 16) and, from block 8, keeps at least 90% of the regressions.
-		for _, c := range []struct {
-			stop ABStop
-			// caught: the least share of the 20% regressions failed, in percent;
-			// aaMedian: the most blocks an unchanged engine's median job runs.
-			caught, aaMedian int
-		}{
-			{ABStop{MinBlocks: 4, MaxBlocks: 16}, 0, 16},
-			{ABStop{MinBlocks: 4, MaxBlocks: 16, FinalShare: 0.5}, 95, 16},
-			{ABStop{MinBlocks: 4, MaxBlocks: 16, FinalShare: 0.5, FutilityFrom: 8}, 90, 8},
-			{ABStop{MinBlocks: 4, MaxBlocks: 32, FinalShare: 0.5, FutilityFrom: 16}, 95, 16},
-		} {
-			aaS := summarise(seqJobs(t, 200, c.stop, rc, 0), rc)
-			slowS := summarise(seqJobs(t, 200, c.stop, rc, 1.2), rc)
+		for _, c := range finals {
+			aaS, slowS := aaOf(c.stop), slowOf(c.stop)
 			t.Logf("%s, at most %d blocks, final share %g, futility from %d, A/A: %v", rc, c.stop.MaxBlocks, c.stop.FinalShare, c.stop.FutilityFrom, aaS)
 			t.Logf("%s, at most %d blocks, final share %g, futility from %d, ITL ×1.2: %v", rc, c.stop.MaxBlocks, c.stop.FinalShare, c.stop.FutilityFrom, slowS)
 			if aaS.fail*100 > aaS.n || aaS.medianBlocks > c.aaMedian {
@@ -365,7 +463,7 @@ func TestNoiseSwapBudget(t *testing.T) {
 	// How often a calibration of 10 starts puts ITL p99's spread between starts at 0
 	// at the model's 3% (gate.StartSpread then bounds it by the runs' whole spread).
 	zero, within := 0, 0.0
-	for _, c := range startCalibrations(t) {
+	for _, c := range calibrationsOf(t, defaultCal) {
 		ms := c.Lookup("itl_p99")
 		if ms.Components != nil && ms.Components.StartsSD != nil && *ms.Components.StartsSD == 0 {
 			zero++
@@ -396,8 +494,7 @@ func TestNoiseSwapBudget(t *testing.T) {
 	// not rule out. A calibration of 20 starts of 4 runs each (calibrate --runs 80
 	// --restart-every 4) can show starts that differ by 1% or less, and the fixed job
 	// then meets the target; at 3% no calibration can make it (the bound above).
-	defer func() { startsKnownEqual = false; calShape.starts, calShape.perStart = recommended.calibrationRuns, 1 }()
-	for _, c := range []struct {
+	cases := []struct {
 		sd               float64
 		known            bool // the job takes its starts as known not to differ
 		starts, perStart int  // the calibrations' shape
@@ -406,48 +503,45 @@ func TestNoiseSwapBudget(t *testing.T) {
 		{gpuNoise.SpeedSD, false, 10, 1, false}, {0.01, false, 10, 1, false}, {0, false, 10, 1, false},
 		{0, true, 10, 1, true},
 		{gpuNoise.SpeedSD, false, 20, 4, false}, {0.01, false, 20, 4, true}, {0, false, 20, 4, true},
-	} {
+	}
+	// The trials at one spread between starts are the same blocks whatever the
+	// calibration: each spread's blocks are drawn once and every case of it judged on
+	// them.
+	fixedStop := ABStop{MinBlocks: blocks, MaxBlocks: blocks}
+	fin := ABStop{MinBlocks: 4, MaxBlocks: blocks, FinalShare: 0.5}
+	aaBy, slowBy := map[float64]map[judge]seqSummary{}, map[float64]map[judge]seqSummary{}
+	for _, c := range cases {
+		if aaBy[c.sd] != nil {
+			continue
+		}
+		var judges []judge
+		for _, d := range cases {
+			if d.sd == c.sd {
+				cal := calKey{d.sd, d.starts, d.perStart}
+				judges = append(judges, judge{fixedStop, cal, d.known}, judge{fin, cal, d.known})
+			}
+		}
+		noise := gpuNoise
+		noise.SpeedSD = c.sd
+		slowBy[c.sd] = seqSummaries(t, seqSet{200, swaps, 1.2, noise}, judges)
+		aaBy[c.sd] = seqSummaries(t, seqSet{200, swaps, 0, noise}, judges)
+	}
+	for _, c := range cases {
 		sd, known := c.sd, c.known
-		startsKnownEqual = known
-		calShape.starts, calShape.perStart = c.starts, c.perStart
-		withStartSD(sd, func() {
-			fixedStop := ABStop{MinBlocks: blocks, MaxBlocks: blocks}
-			fixed := summarise(seqJobs(t, 200, fixedStop, swaps, 1.2), swaps)
-			aaFixed := summarise(seqJobs(t, 200, fixedStop, swaps, 0), swaps)
-			fin := ABStop{MinBlocks: 4, MaxBlocks: blocks, FinalShare: 0.5}
-			aaFin := summarise(seqJobs(t, 200, fin, swaps, 0), swaps)
-			slowFin := summarise(seqJobs(t, 200, fin, swaps, 1.2), swaps)
-			t.Logf("starts' sd %.2f (known to be 0: %v; calibrations of %d starts × %d runs), %d swapped blocks: ITL ×1.2 failed by the fixed job in %d of 200 (A/A %d failed, %d passed); with a final share of 0.5 in %d (A/A %d failed)",
-				sd, known, c.starts, c.perStart, blocks, fixed.itlFail, aaFixed.fail, aaFixed.pass, slowFin.itlFail, aaFin.fail)
-			meets := fixed.itlFail*100 >= 95*fixed.n && aaFixed.fail*100 <= aaFixed.n
-			if meets != c.meets {
-				t.Errorf("starts' sd %.2f (known %v, calibrations of %d × %d): the fixed job of %d swapped blocks caught %d of %d, failed %d unchanged: meets the target %v, docs/noise.md says %v; revisit it",
-					sd, known, c.starts, c.perStart, blocks, fixed.itlFail, fixed.n, aaFixed.fail, meets, c.meets)
-			}
-			if aaFin.fail*100 > aaFin.n {
-				t.Errorf("starts' sd %.2f, final share: A/A %d of %d failed, want ≤ 1%%", sd, aaFin.fail, aaFin.n)
-			}
-		})
+		cal := calKey{sd, c.starts, c.perStart}
+		fixed, aaFixed := slowBy[sd][judge{fixedStop, cal, known}], aaBy[sd][judge{fixedStop, cal, known}]
+		aaFin, slowFin := aaBy[sd][judge{fin, cal, known}], slowBy[sd][judge{fin, cal, known}]
+		t.Logf("starts' sd %.2f (known to be 0: %v; calibrations of %d starts × %d runs), %d swapped blocks: ITL ×1.2 failed by the fixed job in %d of 200 (A/A %d failed, %d passed); with a final share of 0.5 in %d (A/A %d failed)",
+			sd, known, c.starts, c.perStart, blocks, fixed.itlFail, aaFixed.fail, aaFixed.pass, slowFin.itlFail, aaFin.fail)
+		meets := fixed.itlFail*100 >= 95*fixed.n && aaFixed.fail*100 <= aaFixed.n
+		if meets != c.meets {
+			t.Errorf("starts' sd %.2f (known %v, calibrations of %d × %d): the fixed job of %d swapped blocks caught %d of %d, failed %d unchanged: meets the target %v, docs/noise.md says %v; revisit it",
+				sd, known, c.starts, c.perStart, blocks, fixed.itlFail, fixed.n, aaFixed.fail, meets, c.meets)
+		}
+		if aaFin.fail*100 > aaFin.n {
+			t.Errorf("starts' sd %.2f, final share: A/A %d of %d failed, want ≤ 1%%", sd, aaFin.fail, aaFin.n)
+		}
 	}
-}
-
-// startsKnownEqual makes the swapped jobs of seqJobs take their engines' starts as known
-// not to differ (a start part of 0, not a calibration's): what a job could do if it
-// knew that, which no calibration of a few starts can show.
-var startsKnownEqual bool
-
-// withStartSD runs f with the model's spread between engine starts at sd, its swapped
-// jobs' calibrations drawn at that spread, and puts both back.
-func withStartSD(sd float64, f func()) {
-	old := gpuNoise
-	reset := func() {
-		seqCalibrations.Once = sync.Once{}
-		seqCalibrations.cals = nil
-	}
-	defer func() { gpuNoise = old; reset() }()
-	gpuNoise.SpeedSD = sd
-	reset()
-	f()
 }
 
 func meanSD(xs []float64) (m, sd float64) {

@@ -47,11 +47,14 @@ var gpuNoise = sim.NoisePresets["gpu"]
 // which 500 resamples estimate to within a few percent; the gate itself uses 2000.
 const testResamples = 500
 
-// noiseRun is one run of the model: a fresh engine start with its own noise draw.
-// noiseRun is a run of requests drawn from seed; its engine start's noise is drawn from
-// s.NoiseSeed, or from seed when that is 0 (a start of its own).
+// noiseRun is a run of requests drawn from seed under the model's noise (s.Noise, or
+// gpuNoise when that is unset); its engine start's noise is drawn from s.NoiseSeed, or
+// from seed when that is 0 (a start of its own).
 func noiseRun(seed uint64, requests int, s gatetest.Spec) *run {
-	s.Requests, s.OutputTokens, s.Noise, s.NoiseSeed = requests, recommended.outputTokens, gpuNoise, cmp.Or(s.NoiseSeed, int64(seed))
+	if s.Noise == (sim.Noise{}) {
+		s.Noise = gpuNoise
+	}
+	s.Requests, s.OutputTokens, s.NoiseSeed = requests, recommended.outputTokens, cmp.Or(s.NoiseSeed, int64(seed))
 	s.SkipSummary = true
 	return runOf(gatetest.Record(seed, s))
 }
