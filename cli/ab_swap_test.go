@@ -41,6 +41,7 @@ func startSwapSim(t *testing.T, sw sim.Swap) *sim.Running {
 // ABBA, sleep puts both engines aside before block 1 and then wakes A, swaps to B for
 // block 2 (A sleeps, B wakes), keeps B for block 3 and swaps back for block 4.
 func TestABSwapsWithoutRestarts(t *testing.T) {
+	t.Parallel()
 	const sleepT, wakeT = 20 * time.Millisecond, 40 * time.Millisecond
 	for _, c := range []struct {
 		name          string
@@ -120,6 +121,7 @@ func TestABSwapsWithoutRestarts(t *testing.T) {
 // putting it aside fails the job with exit 2 before any block, naming the endpoint and
 // what the server must be started with.
 func TestABSwapRefusedBeforeMeasuring(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		swap string
@@ -161,6 +163,7 @@ func TestABSwapRefusedBeforeMeasuring(t *testing.T) {
 // job with exit 3 once its wake_timeout passes, and the baseline block measured before
 // stays on disk, record and journal.
 func TestABWakeTimeoutKeepsBlocks(t *testing.T) {
+	t.Parallel()
 	ra := startSwapSim(t, sim.Swap{SleepMode: true, DevMode: true})
 	rb := startSwapSim(t, sim.Swap{SleepMode: true, DevMode: true, WakeTime: time.Hour})
 	base := swapConfig(t, ra.URL, "{mode: sleep}")
@@ -192,6 +195,7 @@ func TestABWakeTimeoutKeepsBlocks(t *testing.T) {
 // started once for the job (its start counted on the first block), slept and woken
 // between blocks, and stopped at the end; no block starts an engine.
 func TestABSwapStartsEachEngineOnce(t *testing.T) {
+	t.Parallel()
 	withSwap := func(simArgs string) string {
 		cfg := startedSimConfig(t, simArgs)
 		return writeConfig(t, strings.Replace(cfg, "  start:\n", "  swap: {mode: sleep}\n  start:\n", 1))
@@ -232,6 +236,7 @@ func TestABSwapStartsEachEngineOnce(t *testing.T) {
 // part) and its interval is at least that wide; the job says which calibration it used.
 // Without a calibration the job warns that the spread is unknown and what to run.
 func TestABSwapAddsTheSpreadBetweenStarts(t *testing.T) {
+	t.Parallel()
 	// Four starts at speeds ×0.63, ×0.93, ×1.29 and ×1.56 (seeds 3, 1, 5, 14 at a log-sd
 	// of 0.3, steps four times the profile's so that a loaded host's delays do not
 	// swamp them): a spread between starts well above a run's own, whatever the clock.

@@ -21,6 +21,7 @@ import (
 // starts in turn: a candidate whose steps are twice as long fails, with every block's record
 // placed in the layout; the same engine on both sides passes.
 func TestABAgainstSimulators(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name     string
 		candArgs string
@@ -95,6 +96,7 @@ func itoa(i int) string { return strconv.Itoa(i) }
 // fail, writes no block past that one, records where and why it stopped, and says so in
 // the comment.
 func TestABSequentialStopsWhenDecided(t *testing.T) {
+	t.Parallel()
 	base := writeConfig(t, startedSimConfig(t, "--slowdown 5"))
 	cand := writeConfig(t, startedSimConfig(t, "--slowdown 20"))
 	j := runABJob(t, cand, base, "--blocks", "16", "--min-blocks", "4")
@@ -139,6 +141,7 @@ func TestABSequentialStopsWhenDecided(t *testing.T) {
 // settles the verdict, so the job runs on until ITL p99 is decided improved, and says
 // so.
 func TestABSequentialWaitsForTheImprovement(t *testing.T) {
+	t.Parallel()
 	base := writeConfig(t, startedSimConfig(t, "--slowdown 20"))
 	cand := writeConfig(t, startedSimConfig(t, "--slowdown 5"))
 	j := runABJob(t, cand, base, "--blocks", "16", "--min-blocks", "4")
@@ -157,6 +160,7 @@ func TestABSequentialWaitsForTheImprovement(t *testing.T) {
 // TestABMinBlocksRefused: a minimum that cannot make pairs, or above the maximum, is bad
 // input that names the flag, quotes the value and says what is valid.
 func TestABMinBlocksRefused(t *testing.T) {
+	t.Parallel()
 	for _, v := range []string{"3", "2", "20"} {
 		a, _, errb := testApp(t)
 		code := a.run(context.Background(), []string{"ab", "-c", "nonexistent.yaml", "--blocks", "16", "--min-blocks", v})
@@ -173,6 +177,7 @@ func TestABMinBlocksRefused(t *testing.T) {
 // as at the maximum: not a fail. --futility-from below 8, odd, or at the maximum is bad
 // input.
 func TestABFutilityStopsAnUndecidableJob(t *testing.T) {
+	t.Parallel()
 	rules := "gate:\n  rules:\n    itl_p99: {direction: lower, tolerance: 2%}\n"
 	base := writeConfig(t, seededStartsConfig(t, "--slowdown 4 --noise-speed-sd 0.3", 3, 1, 5, 14, 8, 11, 2, 6)+rules)
 	cand := writeConfig(t, seededStartsConfig(t, "--slowdown 4 --noise-speed-sd 0.3", 14, 6, 3, 11, 1, 8, 5, 2)+rules)
@@ -260,6 +265,7 @@ func abGateJSON(t *testing.T, dir string, code int, out, errb fmt.Stringer) gate
 // comment say how it was judged. A share above 0.9, below 0, or without a sequential
 // job is bad input.
 func TestABFinalShareJudgesTheMaximum(t *testing.T) {
+	t.Parallel()
 	rules := "gate:\n  rules:\n    itl_p99: {direction: lower, tolerance: 5%}\n"
 	base := writeConfig(t, startedSimConfig(t, "--slowdown 4")+rules)
 	cand := writeConfig(t, startedSimConfig(t, "--slowdown 12")+rules)

@@ -41,6 +41,7 @@ gate:
 // class, from the records' summaries, and the comment sets the baseline's beside the
 // candidate's.
 func TestMultiClassBreakdownEndToEnd(t *testing.T) {
+	t.Parallel()
 	url := startSim(t, sim.Options{Seed: 1})
 	cfg := writeConfig(t, mixConfig)
 	dir := filepath.Dir(cfg)

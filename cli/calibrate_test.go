@@ -44,6 +44,7 @@ func seededStartsConfig(t *testing.T, simArgs string, seeds ...int) string {
 // speed varies by start, become a baseline whose calibration holds every gated metric's
 // run-to-run spread; the gate then judges a run against it by that spread.
 func TestCalibrateStoresTheSpread(t *testing.T) {
+	t.Parallel()
 	// Three starts at speeds ×0.63, ×1.29 and ×1.56 (seeds 3, 5, 14 at a log-sd of 0.3).
 	cfg := writeConfig(t, seededStartsConfig(t, "--noise-speed-sd 0.3", 3, 5, 14))
 	dir := t.TempDir()
@@ -117,6 +118,7 @@ func TestCalibrateStoresTheSpread(t *testing.T) {
 // calibration, their engine starts numbered after the first job's. The runs all fall on
 // one day, so the days' part is lacking, and the calibration says so.
 func TestCalibrateRestartEveryAndAppend(t *testing.T) {
+	t.Parallel()
 	cfg := writeConfig(t, startedSimConfig(t, "--noise-speed-sd 0.3"))
 	dir := t.TempDir()
 	a, out, errb := testApp(t)
@@ -160,6 +162,7 @@ func TestCalibrateRestartEveryAndAppend(t *testing.T) {
 // TestCalibrateSpreadFlagsRefused: --restart-every without target.start, and --append
 // without a baseline to append to, are bad input.
 func TestCalibrateSpreadFlagsRefused(t *testing.T) {
+	t.Parallel()
 	cfg := writeConfig(t, tinyConfig)
 	a, _, errb := testApp(t)
 	if code := a.run(context.Background(), []string{"calibrate", "-c", cfg, "--restart-every", "2"}); code != ExitBadInput || !strings.Contains(errb.String(), "--restart-every 2: ") || !strings.Contains(errb.String(), "has no target.start") {
@@ -181,6 +184,7 @@ func TestCalibrateSpreadFlagsRefused(t *testing.T) {
 // gate's TestLookCalibrationDecides: ITL p99 of 40 requests moved up to ×1.6 between
 // runs of one engine on this shared host, too much to check here.)
 func TestCalibrateStopsWhenDecided(t *testing.T) {
+	t.Parallel()
 	rules := "gate:\n  rules:\n    goodput: {direction: higher, tolerance: 5%}\n    itl_p99: {direction: lower, tolerance: 2%}\n"
 	cfg := writeConfig(t, seededStartsConfig(t, "--slowdown 4 --noise-speed-sd 0.3", 3, 5, 14, 1)+rules)
 	dir := t.TempDir()

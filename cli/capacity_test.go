@@ -35,6 +35,7 @@ func handSweep(t *testing.T, rate, e2eMS float64, kv, attempts, completed int) s
 }
 
 func TestCapacityTextbookCases(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		record func(t *testing.T) string
@@ -88,6 +89,7 @@ func TestCapacityTextbookCases(t *testing.T) {
 }
 
 func TestCapacityFromRunRecordWarns(t *testing.T) {
+	t.Parallel()
 	rec := &result.Record{Schema: result.Schema, Workload: "chat", Mode: "open", SLOAttainmentTarget: 0.99, Requests: []result.Request{}}
 	rec.Summary = result.Summary{Requests: 100, Completed: 100, ThroughputRPS: 5, SLOAttainment: 1, E2Ems: result.Percentiles{Mean: 1000}}
 	p := filepath.Join(t.TempDir(), "chat.json")
@@ -106,6 +108,7 @@ func TestCapacityFromRunRecordWarns(t *testing.T) {
 }
 
 func TestCapacityTrafficFromConfig(t *testing.T) {
+	t.Parallel()
 	rec := handSweep(t, 5, 1000, 0, 100, 100)
 	cfg := writeConfig(t, tinyConfig+"capacity: {peak_rps: 50, target_utilization: 60%, headroom: 30%, redundancy: 1, gpu_hour_usd: 2.5}\n")
 	// The section alone: 17 → 23 with headroom → 24 with N+1.
@@ -127,6 +130,7 @@ func TestCapacityTrafficFromConfig(t *testing.T) {
 }
 
 func TestCapacityBadInput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	clientLimited := filepath.Join(dir, "client.sweep.json")
 	if err := result.WriteSweep(clientLimited, &result.Sweep{Workload: "chat", Bound: result.BoundClient,

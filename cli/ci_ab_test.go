@@ -20,6 +20,7 @@ import (
 // short (they exclude nothing on fewer than four pairs), so it is judged at block 8 by
 // the fixed interval, and says so.
 func TestCIModeABAndCalibration(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	head := startedSimConfig(t, "--slowdown 5")
 	baseCfg := startedSimConfig(t, "--slowdown 5")

@@ -65,6 +65,7 @@ func ciWith(t *testing.T, inputs map[string]string, commentStatus int) (code int
 }
 
 func TestCICommentFailureIsAWarning(t *testing.T) {
+	t.Parallel()
 	code, log, outputs := ciWith(t, nil, http.StatusUnprocessableEntity)
 	if code != ExitOK || !strings.Contains(log, "::warning") || !strings.Contains(log, "posting the pull request comment") {
 		t.Errorf("exit %d, want %d with a warning annotation\n%s", code, ExitOK, log)
@@ -85,6 +86,7 @@ func TestCICommentFailureIsAWarning(t *testing.T) {
 }
 
 func TestCIEmptyTokenSaysNoComment(t *testing.T) {
+	t.Parallel()
 	code, log, _ := ciWith(t, map[string]string{"INPUT_GITHUB-TOKEN": ""}, http.StatusCreated)
 	if code != ExitOK || !strings.Contains(log, "github-token is empty: no pull request comment posted") {
 		t.Errorf("exit %d\n%s", code, log)
@@ -92,6 +94,7 @@ func TestCIEmptyTokenSaysNoComment(t *testing.T) {
 }
 
 func TestCIBadInputSetsOutputs(t *testing.T) {
+	t.Parallel()
 	for name, c := range map[string]struct {
 		in   map[string]string
 		says []string

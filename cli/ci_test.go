@@ -100,6 +100,7 @@ func fakeGit(_ context.Context, _ string, args ...string) ([]byte, error) {
 }
 
 func TestCIEndToEnd(t *testing.T) {
+	t.Parallel()
 	url := startSim(t, sim.Options{Seed: 1})
 	dir := t.TempDir()
 	// A lag bound of 30 s and loose rules on the steadiest metrics: this test is about the
@@ -278,6 +279,7 @@ func TestCIEndToEnd(t *testing.T) {
 }
 
 func TestCIRefusesForkPullRequest(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ev := filepath.Join(dir, "fork.json")
 	os.WriteFile(ev, []byte(`{"pull_request":{"number":7,"head":{"repo":{"full_name":"stranger/serving","fork":true}},"base":{"repo":{"full_name":"acme/serving"}}}}`), 0o644)

@@ -14,6 +14,7 @@ import (
 // comment's fleet section prices the capacity the SLO allows on both sides instead of
 // saying that no sweep was run.
 func TestCISweepsWorkloadsThatAskForIt(t *testing.T) {
+	t.Parallel()
 	url := startSim(t, sim.Options{Seed: 1})
 	dir := t.TempDir()
 	cfg := strings.Replace(tinyConfig, "    timeout: 20s\n", "    timeout: 20s\n    max_dispatch_lag: 30s\n    sweep: {min_rate: 8, max_rate: 16, precision: 60%, step_requests: 20}\n", 1) +

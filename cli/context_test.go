@@ -19,6 +19,7 @@ import (
 // tokens and output 120 does not fit: run and sweep stop with exit 2 and the numbers before
 // a single request is sent, and write no record.
 func TestRunRefusesWorkloadOverContext(t *testing.T) {
+	t.Parallel()
 	url := startSim(t, sim.Options{Seed: 1})
 	cfg := writeConfig(t, strings.NewReplacer(
 		"prompt_tokens: {dist: uniform, min: 20, max: 60}", "prompt_tokens: {dist: uniform, min: 20, max: 1000}",
@@ -83,6 +84,7 @@ func pageCounter(t *testing.T, url, name string) float64 {
 // output max)) cannot fit the engine's context is refused with exit 2 at the sessions
 // key, before anything is sent; a bad session key is exit 2 at its line and column.
 func TestRunRefusesSessionsOverContext(t *testing.T) {
+	t.Parallel()
 	url := startSim(t, sim.Options{Seed: 1})
 	const sessions = `version: 1
 model: {name: sim-tiny}

@@ -14,6 +14,7 @@ import (
 // workload offered. Before, a sub-capacity run at a lower throughput read "+1 GPUs,
 // +1825 $/month". With sweeps on both sides, the fleet is priced at max_sustainable_rps.
 func TestFleetSectionPricesSweepsOnly(t *testing.T) {
+	t.Parallel()
 	f := &workload.File{Capacity: &workload.CapacityConfig{PeakRPS: 50, TargetUtilization: 0.6, GPUHourUSD: 2.5}}
 	res := &gate.Result{Workloads: []gate.WorkloadResult{{
 		Name: "chat", Hardware: "sim",

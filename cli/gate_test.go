@@ -126,6 +126,7 @@ func (e *gateEnv) run(args ...string) (code int, stdout, stderr string) {
 }
 
 func TestGateRoundTrip(t *testing.T) {
+	t.Parallel()
 	e := newGateEnv(t, "")
 	e.record("", 1, gatetest.Spec{ErrorRate: 0.002})
 	code, out, errs := e.run("baseline", "update", "-c", e.config, "-r", e.results)
@@ -163,6 +164,7 @@ func TestGateRoundTrip(t *testing.T) {
 }
 
 func TestGateRegression(t *testing.T) {
+	t.Parallel()
 	e := newGateEnv(t, "")
 	e.baseline(e.record(t.TempDir(), 1, gatetest.Spec{}))
 	env := gatetest.Env()
@@ -184,6 +186,7 @@ func TestGateRegression(t *testing.T) {
 }
 
 func TestGateBadBaselineFiles(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		data func(e *gateEnv) []byte
@@ -224,6 +227,7 @@ func TestGateBadBaselineFiles(t *testing.T) {
 }
 
 func TestGateVerdictExits(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name     string
 		extra    string
@@ -272,6 +276,7 @@ func TestGateVerdictExits(t *testing.T) {
 }
 
 func TestGateBadInput(t *testing.T) {
+	t.Parallel()
 	e := newGateEnv(t, "")
 	e.record("", 1, gatetest.Spec{})
 	bad := filepath.Join(e.dir, "bad")
@@ -299,6 +304,7 @@ func TestGateBadInput(t *testing.T) {
 }
 
 func TestBaselineUpdateRefuses(t *testing.T) {
+	t.Parallel()
 	e := newGateEnv(t, "")
 	e.record("", 1, gatetest.Spec{ClientSaturated: true})
 	code, out, errs := e.run("baseline", "update", "-c", e.config, "-r", e.results)
@@ -318,6 +324,7 @@ func TestBaselineUpdateRefuses(t *testing.T) {
 }
 
 func TestBaselineUpdateTrials(t *testing.T) {
+	t.Parallel()
 	e := newGateEnv(t, "")
 	// Three trials are one run's when the workload repeats three times.
 	if err := os.WriteFile(e.config, []byte(strings.Replace(gateConfig, "    seed: 7\n", "    seed: 7\n    repeats: 3\n", 1)), 0o644); err != nil {
@@ -337,6 +344,7 @@ func TestBaselineUpdateTrials(t *testing.T) {
 }
 
 func TestAudit(t *testing.T) {
+	t.Parallel()
 	e := newGateEnv(t, "")
 	e.baseline(e.record(t.TempDir(), 1, gatetest.Spec{}))
 	for _, c := range []struct {
@@ -381,6 +389,7 @@ func TestAudit(t *testing.T) {
 
 // TestGateThroughMain checks the wiring of the commands in Main.
 func TestGateThroughMain(t *testing.T) {
+	t.Parallel()
 	if _, ok := commands()["gate"]; !ok {
 		t.Skip("gate, baseline and audit are not registered in commands() yet")
 	}
@@ -400,6 +409,7 @@ func TestGateThroughMain(t *testing.T) {
 // baseline under cli/baselines, where there is none. That used to pass with a warning (a
 // typo in gate.baselines turned CI green); it is the no_baseline verdict and exit 1.
 func TestGateDemoConfigWrongBaselines(t *testing.T) {
+	t.Parallel()
 	f, err := workload.Load("demo.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -422,6 +432,7 @@ func TestGateDemoConfigWrongBaselines(t *testing.T) {
 }
 
 func TestWriteJSONSurvivesNonFiniteFloats(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "gate.json")
 	v := &struct {
 		Ratio  float64

@@ -120,6 +120,7 @@ func (e *sweepGateEnv) sweepBaseline() string {
 }
 
 func TestBaselineUpdateWritesSweep(t *testing.T) {
+	t.Parallel()
 	e := newSweepGateEnv(t)
 	e.writeRun("", 1)
 	sw := e.sweepRecord(20, 0.05)
@@ -172,6 +173,7 @@ func TestBaselineUpdateWritesSweep(t *testing.T) {
 }
 
 func TestBaselineUpdateRefusesSweeps(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		mod  func(*result.Sweep)
@@ -207,6 +209,7 @@ func TestBaselineUpdateRefusesSweeps(t *testing.T) {
 }
 
 func TestGateSweeps(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name      string
 		base      float64 // baseline sweep's capacity; 0: no baseline sweep
@@ -270,6 +273,7 @@ func TestGateSweeps(t *testing.T) {
 // TestGateSweepOnly: a results directory that holds only a sweep (slogate sweep -o DIR)
 // is judged on the sweep alone.
 func TestGateSweepOnly(t *testing.T) {
+	t.Parallel()
 	e := newSweepGateEnv(t)
 	if _, err := gate.WriteSweep(e.baselines, e.sweepRecord(20, 0.05)); err != nil {
 		t.Fatal(err)

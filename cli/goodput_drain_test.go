@@ -41,6 +41,7 @@ gate:
 // was offered: its goodput is the same, and the gate must pass it. With goodput over the
 // measured window (drain included) it read about 7% lower and failed.
 func TestSlowerEngineBelowCapacityKeepsGoodput(t *testing.T) {
+	t.Parallel()
 	p, err := sim.LookupProfile("llama-8b-h100")
 	if err != nil {
 		t.Fatal(err)

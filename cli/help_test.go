@@ -12,6 +12,7 @@ import (
 // TestHelpListsEachFlagOnce: every command's -h exits 0 (merge used to exit 2), lists each
 // flag once with its aliases (not -c and -config apart), and states a default once.
 func TestHelpListsEachFlagOnce(t *testing.T) {
+	t.Parallel()
 	for _, name := range sortedKeys(commands()) {
 		a, _, errb := testApp(t)
 		args := []string{name, "-h"}
@@ -44,6 +45,7 @@ func TestHelpListsEachFlagOnce(t *testing.T) {
 // TestCompletion: each shell's script is produced; bash's parses and completes commands
 // and flags (zsh and fish are checked with their own shells when installed).
 func TestCompletion(t *testing.T) {
+	t.Parallel()
 	for _, sh := range shells {
 		a, out, _ := testApp(t)
 		if code := a.run(context.Background(), []string{"completion", sh}); code != ExitOK || !strings.Contains(out.String(), "results") || !strings.Contains(out.String(), "report") {

@@ -120,6 +120,7 @@ func runFake(t *testing.T, e *fakeEngine, cfg string, extra ...string) (code int
 }
 
 func TestRunStalledEngineEndpoints(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, path string
 		// record: a record is written (the stall happened after the preflight).
@@ -159,6 +160,7 @@ func TestRunStalledEngineEndpoints(t *testing.T) {
 }
 
 func TestRunMetricsStallMidRunIsNoted(t *testing.T) {
+	t.Parallel()
 	e := newFakeEngine(t)
 	var n sync.Mutex
 	scrapes := 0
@@ -197,6 +199,7 @@ func TestRunMetricsStallMidRunIsNoted(t *testing.T) {
 }
 
 func TestRunClosedLoopAgainstFailingEngineStops(t *testing.T) {
+	t.Parallel()
 	e := newFakeEngine(t)
 	e.handle("/v1/completions", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":"boom"}`, http.StatusInternalServerError)
@@ -225,6 +228,7 @@ func TestRunClosedLoopAgainstFailingEngineStops(t *testing.T) {
 }
 
 func TestRunEveryRequestFailedIsFailure(t *testing.T) {
+	t.Parallel()
 	e := newFakeEngine(t)
 	e.handle("/v1/completions", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":"boom"}`, http.StatusInternalServerError)
@@ -242,6 +246,7 @@ func TestRunEveryRequestFailedIsFailure(t *testing.T) {
 }
 
 func TestRunOutputDirectoryProbedFirst(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "taken")
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -277,6 +282,7 @@ func TestRunOutputDirectoryProbedFirst(t *testing.T) {
 // replaced by a file mid-run) loses nothing: the record goes to the temporary directory
 // and the message says where.
 func TestRunRecordKeptWhenOutputFailsAtTheEnd(t *testing.T) {
+	t.Parallel()
 	e := newFakeEngine(t)
 	dir := filepath.Join(t.TempDir(), "out")
 	var once sync.Once
@@ -307,6 +313,7 @@ func TestRunRecordKeptWhenOutputFailsAtTheEnd(t *testing.T) {
 
 // Records an earlier run left in the output directory are not judged as this run's.
 func TestGateJudgesOnlyTheLastRun(t *testing.T) {
+	t.Parallel()
 	e := newFakeEngine(t)
 	cfg := strings.Replace(fakeConfig, "    seed: 1\n", "    seed: 1\n    repeats: 2\n", 1)
 	cfgPath := writeConfig(t, cfg)
@@ -342,6 +349,7 @@ func TestGateJudgesOnlyTheLastRun(t *testing.T) {
 
 // A bad --target is bad input with the valid forms, as the same value in target.url is.
 func TestRunBadTarget(t *testing.T) {
+	t.Parallel()
 	for _, target := range []string{"ftp://x", "%zz", "http://", "127.0.0.1:8000"} {
 		t.Run(target, func(t *testing.T) {
 			a, _, errb := testApp(t)
@@ -364,6 +372,7 @@ func TestRunBadTarget(t *testing.T) {
 // An engine that echoes the API key in every field it returns never gets it into a
 // record, the terminal or a log.
 func TestRunRedactsPlantedAPIKey(t *testing.T) {
+	t.Parallel()
 	const key = "sk-planted-SECRET-7f3a9c"
 	e := newFakeEngine(t)
 	e.handle("/v1/models", func(w http.ResponseWriter, r *http.Request) {

@@ -26,6 +26,7 @@ func runApp(t *testing.T, args ...string) (int, string, string) {
 // each import, become a baseline (baseline update), and a second import of the same
 // tool gates against it, with the provenance of both sides beside the verdict.
 func TestImportGateEndToEnd(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name, tool, config, workload string
 		base, cand                   string
@@ -102,6 +103,7 @@ func TestImportGateEndToEnd(t *testing.T) {
 // TestImportRefusal: a file in a shape no importer reads is bad input (exit 2), named
 // with its field.
 func TestImportRefusal(t *testing.T) {
+	t.Parallel()
 	code, _, stderr := runApp(t, "import", "--from", "aiperf", filepath.Join(importDir, "aiperf/unsupported/profile_export.jsonl"),
 		"-c", filepath.Join(importDir, "slogate.yaml"), "-w", "aiperf-chat", "-o", t.TempDir())
 	if code != ExitBadInput || !strings.Contains(stderr, `schema_version: "2.0"`) {
@@ -116,6 +118,7 @@ func TestImportRefusal(t *testing.T) {
 // TestExportCommands: export --vllm of an imported record imports back to the same
 // metrics; export --csv writes a row per request.
 func TestExportCommands(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfg := filepath.Join(importDir, "slogate.yaml")
 	if code, stdout, stderr := runApp(t, "import", "--from", "vllm", filepath.Join(importDir, "vllm/candidate.json"), "-c", cfg, "-w", "vllm-chat", "-o", filepath.Join(dir, "a")); code != ExitOK {

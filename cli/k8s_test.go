@@ -133,6 +133,7 @@ func expand(args []string, env map[string]string, mounts map[string]string) []st
 // each pod's container command with the environment the Job would give it, against the
 // simulator, then the merge Job's two containers over the same "volume".
 func TestKubernetesIndexedJob(t *testing.T) {
+	t.Parallel()
 	shardsDocs := k8sDocs(t, "../deploy/k8s/slogate-shards.yaml")
 	mergeDocs := k8sDocs(t, "../deploy/k8s/slogate-merge.yaml")
 

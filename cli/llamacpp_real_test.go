@@ -162,6 +162,7 @@ func checkCounters(t *testing.T, rec *result.Record) {
 }
 
 func TestLlamaCppReal(t *testing.T) {
+	quiet(t)
 	s := realLlamaServer(t)
 	cfg := s.config(t)
 

@@ -18,6 +18,7 @@ import (
 // first, then /health, then the model listed and the first token; its load is timed
 // between its "main: loading model" and "main: model loaded" lines.
 func TestLlamaCppRealStartup(t *testing.T) {
+	quiet(t)
 	bin, model := os.Getenv("SLOGATE_LLAMACPP_BIN"), os.Getenv("SLOGATE_LLAMACPP_MODEL")
 	if bin == "" || model == "" {
 		t.Skip("SLOGATE_LLAMACPP_BIN and SLOGATE_LLAMACPP_MODEL are not set: no llama-server to start (scripts/llamacpp-test.sh sets them)")

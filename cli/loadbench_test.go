@@ -7,6 +7,7 @@ import (
 )
 
 func TestLoadbenchBadFlags(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"loadbench", "--rerun-procs", "2"},
 		{"loadbench", "--rerun-procs", "0/2"},

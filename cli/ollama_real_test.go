@@ -119,6 +119,7 @@ func realConfig(t *testing.T, dir string, edits ...string) string {
 }
 
 func TestOllamaRealPipeline(t *testing.T) {
+	quiet(t)
 	s := realOllamaServer(t)
 	// wd plays the repository of the Action: slogate.yaml, baselines/ beside it, and
 	// slogate-out/ written by ci.
@@ -563,6 +564,7 @@ func (g *realGitHub) unexpected() []string {
 // serves another model, or dies mid-run, and that nothing measured is lost. The last case
 // kills the server: nothing may run against it afterwards.
 func TestOllamaRealFailures(t *testing.T) {
+	quiet(t)
 	s := realOllamaServer(t)
 
 	t.Run("unreachable", func(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 // baseline and the engine starts of its records, and prints each mode's GPU minutes
 // from them; without a calibration it assumes a spread and says so.
 func TestPlanFromCalibration(t *testing.T) {
+	t.Parallel()
 	cfgPath := writeConfig(t, strings.Replace(tinyConfig, "    slo:", "    repeats: 3\n    slo:", 1))
 	f, err := workload.Load(cfgPath)
 	if err != nil {
@@ -67,6 +68,7 @@ func TestPlanFromCalibration(t *testing.T) {
 
 // TestPlanBadInput: a flag out of range is exit 2, quoting it and what is valid.
 func TestPlanBadInput(t *testing.T) {
+	t.Parallel()
 	cfg := writeConfig(t, tinyConfig)
 	for _, c := range []struct {
 		args []string

@@ -12,6 +12,7 @@ import (
 // TestRunProgressWithoutTTY: a run whose stderr is not a terminal (a CI log) prints
 // plain progress lines, without escape codes; --quiet prints none.
 func TestRunProgressWithoutTTY(t *testing.T) {
+	t.Parallel()
 	url := startSim(t, sim.Options{Seed: 1})
 	cfg := writeConfig(t, tinyConfig)
 	for _, quiet := range []bool{false, true} {
@@ -35,6 +36,7 @@ func TestRunProgressWithoutTTY(t *testing.T) {
 // A session workload's arrival rate counts session starts, while progress counts turns:
 // it has no target rate to show ("… of 2.00 target" compared turns a second with it).
 func TestTargetRateOfSessions(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		file string
 		want float64

@@ -20,6 +20,7 @@ import (
 // gate.json how many ran. An unchanged engine of repeats 3 with --min-repeats 3 runs
 // every repeat, its last trial says so, and its gate accepts them.
 func TestRunRepeatsStopWhenDecided(t *testing.T) {
+	t.Parallel()
 	withRepeats := func(cfg string, n int) string {
 		return strings.Replace(cfg, "    seed: 3\n", "    seed: 3\n    repeats: "+itoa(n)+"\n", 1)
 	}
@@ -102,6 +103,7 @@ func TestRunRepeatsStopWhenDecided(t *testing.T) {
 // TestGateRefusesMissingTrialsWithoutStop: fewer trial records than repeats, none saying
 // its repeats stopped early, are still bad input (a run that did not finish).
 func TestGateRefusesMissingTrialsWithoutStop(t *testing.T) {
+	t.Parallel()
 	cfg := writeConfig(t, strings.Replace(tinyConfig, "    seed: 3\n", "    seed: 3\n    repeats: 3\n", 1))
 	dir := t.TempDir()
 	for i := 1; i <= 2; i++ {

@@ -65,6 +65,7 @@ workloads:
 `
 
 func TestRunAgainstSimulator(t *testing.T) {
+	t.Parallel()
 	url := startSim(t, sim.Options{Seed: 1})
 	cfg := writeConfig(t, tinyConfig)
 	dir := t.TempDir()
@@ -166,6 +167,7 @@ func TestRunAgainstSimulator(t *testing.T) {
 }
 
 func TestRunErrors(t *testing.T) {
+	t.Parallel()
 	url := startSim(t, sim.Options{Seed: 1})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -206,6 +208,7 @@ func TestRunErrors(t *testing.T) {
 }
 
 func TestRunInterruptedKeepsWhatWasMeasured(t *testing.T) {
+	t.Parallel()
 	// A slow engine and an interrupt once it has finished a few measured requests (not
 	// after a fixed time, which a loaded machine may spend before the window opens): the
 	// record is written, marked incomplete, and holds the requests sent so far.
@@ -240,6 +243,7 @@ func TestRunInterruptedKeepsWhatWasMeasured(t *testing.T) {
 }
 
 func TestVersionCommand(t *testing.T) {
+	t.Parallel()
 	a, out, _ := testApp(t)
 	if code := a.run(context.Background(), []string{"version"}); code != ExitOK || !strings.HasPrefix(out.String(), "slogate ") {
 		t.Errorf("exit %d, output %q", code, out)

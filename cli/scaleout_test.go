@@ -53,6 +53,7 @@ func runShards(t *testing.T, cfg, url string, n int, startAt time.Time, stagger 
 }
 
 func TestSynchronizedShardsMergeToOneRun(t *testing.T) {
+	quiet(t)
 	url := startSim(t, sim.Options{Seed: 1})
 	cfg := writeConfig(t, scaleConfig)
 
@@ -190,6 +191,7 @@ func TestSynchronizedShardsMergeToOneRun(t *testing.T) {
 }
 
 func TestMergeRefusesShardsOfDifferentStarts(t *testing.T) {
+	t.Parallel()
 	url := startSim(t, sim.Options{Seed: 1})
 	cfg := writeConfig(t, scaleConfig)
 	a := runShards(t, cfg, url, 2, time.Now().Add(2*time.Second), 0)
@@ -201,6 +203,7 @@ func TestMergeRefusesShardsOfDifferentStarts(t *testing.T) {
 }
 
 func TestLateShardIsRefused(t *testing.T) {
+	t.Parallel()
 	url := startSim(t, sim.Options{Seed: 1})
 	// A dispatch-lag bound the late start does not break, so that only the start check
 	// judges it.
@@ -239,6 +242,7 @@ func TestLateShardIsRefused(t *testing.T) {
 }
 
 func TestShardFromEnv(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		idx, n, want, err string
 	}{
@@ -293,6 +297,7 @@ func ciStep(t *testing.T, env map[string]string) (int, string, map[string]string
 // start time, then the fan-in job in mode merge over their downloaded records, which
 // gates the merged run and posts one comment.
 func TestCIShardMatrixFanIn(t *testing.T) {
+	t.Parallel()
 	url := startSim(t, sim.Options{Seed: 1})
 	cfg := scaleConfig + "gate:\n  baselines: baselines\n  drift: {tool.version: ignore}\n  rules:\n    goodput: {direction: higher, tolerance: 50%}\n    error_rate: {max: 5%}\n"
 	gh := newFakeGitHub(t)

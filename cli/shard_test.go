@@ -13,6 +13,7 @@ import (
 )
 
 func TestShardedRunMergesToTheWholeSchedule(t *testing.T) {
+	t.Parallel()
 	url := startSim(t, sim.Options{Seed: 1})
 	cfgText := strings.Replace(tinyConfig, "    timeout: 20s\n", "    timeout: 20s\n    max_dispatch_lag: 30s\n", 1)
 	cfg := writeConfig(t, cfgText)
@@ -69,6 +70,7 @@ func TestShardedRunMergesToTheWholeSchedule(t *testing.T) {
 }
 
 func TestShardRefusesClosedLoop(t *testing.T) {
+	t.Parallel()
 	cfg := writeConfig(t, strings.Replace(tinyConfig, "arrival: {process: poisson, rate: 20}", "arrival: {process: closed, users: 2}", 1))
 	a, _, errb := testApp(t)
 	if code := a.run(context.Background(), []string{"run", "-c", cfg, "--target", "http://127.0.0.1:1", "--shard", "1/2"}); code != ExitBadInput || !strings.Contains(errb.String(), "closed-loop") {

@@ -42,6 +42,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	setParallel()
 	os.Exit(m.Run())
 }
 
@@ -78,6 +79,7 @@ func freeAddr(t *testing.T) string {
 }
 
 func TestRunStartsAndStopsTheEngine(t *testing.T) {
+	t.Parallel()
 	addr := freeAddr(t)
 	self, err := os.Executable()
 	if err != nil {
@@ -111,6 +113,7 @@ func TestRunStartsAndStopsTheEngine(t *testing.T) {
 }
 
 func TestRunEngineThatNeverGetsReady(t *testing.T) {
+	t.Parallel()
 	// A command that exits at once: exit 3 with its output quoted.
 	cfg := strings.Replace(tinyConfig, "target: {api: completions, engine: auto}",
 		"target:\n  url: http://"+freeAddr(t)+"\n  start:\n    command: [sh, -c, \"echo CUDA out of memory; exit 1\"]\n    ready_timeout: 30s", 1)
@@ -126,6 +129,7 @@ func TestRunEngineThatNeverGetsReady(t *testing.T) {
 // readiness and the first token in the order they happen, none before the start time,
 // and the phases of its log.
 func TestRunRecordsEngineStartup(t *testing.T) {
+	t.Parallel()
 	path := writeConfig(t, startedSimConfig(t, "--start-time 300ms"))
 	dir := t.TempDir()
 	a, out, errb := testApp(t)
@@ -196,6 +200,7 @@ func TestRunRecordsEngineStartup(t *testing.T) {
 // TestRunEngineReadyTimeout: a start longer than target.start.ready_timeout is the
 // engine's failure (exit 3), and the error quotes the end of the engine's output.
 func TestRunEngineReadyTimeout(t *testing.T) {
+	t.Parallel()
 	cfg := strings.Replace(startedSimConfig(t, "--start-time 60s"), "ready_timeout: 60s", "ready_timeout: 1s", 1)
 	a, _, errb := testApp(t)
 	code := a.run(context.Background(), []string{"run", "-c", writeConfig(t, cfg), "-o", t.TempDir()})
@@ -209,6 +214,7 @@ func TestRunEngineReadyTimeout(t *testing.T) {
 // times longer to start than the baseline's (the simulator's --start-time: 300 ms, then
 // 3 s), with one start a side judged by the ratio alone, and says so.
 func TestGateEngineStart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	rules := "gate:\n  rules:\n    engine_start: {direction: lower, tolerance: 30%}\n    first_token_after_start: {max: 10m}\n"
 	write := func(name, simArgs string) string {

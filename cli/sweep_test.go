@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -48,32 +49,39 @@ const sweepSlowdown = 10
 // within the SLO with the profile's analytical capacity (sim.Profile.CapacityFor, the
 // model docs/sim.md derives; divided by the slowdown).
 func TestSweepFindsAnalyticalCapacity(t *testing.T) {
+	quiet(t)
 	if testing.Short() {
 		t.Skip("sweeps the simulator for about 40 s")
 	}
 	url := startSim(t, sim.Options{Seed: 1, Faults: sim.Faults{Slowdown: sweepSlowdown}})
 	cfg := writeConfig(t, sweepConfig)
-	dir := t.TempDir()
-	a, out, errb := testApp(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	start := time.Now()
-	code := a.run(ctx, []string{"sweep", "-c", cfg, "-w", "cap", "--target", url, "-o", dir,
-		"--min-rate", "6", "--step-duration", "4s", "--precision", "5%"})
-	t.Logf("sweep took %v\n%s%s", time.Since(start).Round(100*time.Millisecond), out, errb)
-	sw, err := result.ReadSweep(filepath.Join(dir, "cap.sweep.json"))
-	if err != nil {
-		t.Fatalf("exit %d: %v", code, err)
-	}
+	var (
+		dir       string
+		out, errb *bytes.Buffer
+		code      int
+		sw        *result.Sweep
+	)
 	// A machine loaded by others can starve the load generator (a 200 ms dispatch lag was
 	// seen on 2 busy cores). The sweep must then refuse to report a capacity, and this
-	// test can say nothing about the engine's: it checks the refusal and skips.
-	if code == ExitFailure && sw.Bound == result.BoundClient {
-		if sw.MaxSustainableRPS != nil {
-			t.Fatalf("client-limited sweep reported %g req/s", *sw.MaxSustainableRPS)
+	// test can say nothing about the engine's: it checks the refusal and sweeps again
+	// once; a second refusal fails with the lag measured.
+	retryQuiet(t, func(try int) (busy string) {
+		dir = t.TempDir()
+		var a *app
+		a, out, errb = testApp(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		start := time.Now()
+		code = a.run(ctx, []string{"sweep", "-c", cfg, "-w", "cap", "--target", url, "-o", dir,
+			"--min-rate", "6", "--step-duration", "4s", "--precision", "5%"})
+		t.Logf("sweep %d took %v\n%s%s", try, time.Since(start).Round(100*time.Millisecond), out, errb)
+		var err error
+		sw, err = result.ReadSweep(filepath.Join(dir, "cap.sweep.json"))
+		if err != nil {
+			t.Fatalf("exit %d: %v", code, err)
 		}
-		t.Skip("the machine was too loaded for the load generator to keep the schedule; the sweep refused to report a capacity, as it must")
-	}
+		return clientLimited(t, code, sw)
+	})
 	if code != ExitOK {
 		t.Fatalf("exit %d", code)
 	}
@@ -120,7 +128,7 @@ func TestSweepFindsAnalyticalCapacity(t *testing.T) {
 		t.Errorf("table lacks the result:\n%s", out)
 	}
 	// The worksheet reads the sweep.
-	a, out, errb = testApp(t)
+	a, out, errb := testApp(t)
 	if code := a.run(context.Background(), []string{"capacity", "-r", filepath.Join(dir, "cap.sweep.json"), "--peak-rps", fmt.Sprint(10 * got)}); code != ExitOK {
 		t.Fatalf("capacity: exit %d; %s", code, errb)
 	}
@@ -130,6 +138,7 @@ func TestSweepFindsAnalyticalCapacity(t *testing.T) {
 }
 
 func TestSweepClientLimited(t *testing.T) {
+	t.Parallel()
 	// A 1 µs dispatch-lag bound: no load generator keeps it, so the very first step is
 	// client-limited, whatever the engine could do. The sweep must stop there and say
 	// so, with no capacity.
@@ -165,6 +174,7 @@ func TestSweepClientLimited(t *testing.T) {
 }
 
 func TestSweepBadInput(t *testing.T) {
+	t.Parallel()
 	cfg := writeConfig(t, sweepConfig)
 	cases := []struct {
 		name   string

@@ -16,9 +16,10 @@ import (
 // An agent workload end to end: sessions of three turns are tasks; a failed turn is sent
 // again up to twice. Against an engine that fails 15% of requests, the record counts the
 // retries as the tasks' requests and reports task goodput and requests per completed
-// task; the run becomes a baseline; an engine that fails half its requests fails the
+// task; the run becomes a baseline; an engine that fails 60% of its requests fails the
 // task_goodput rule; the capacity worksheet prices a completed task.
 func TestTasksEndToEnd(t *testing.T) {
+	t.Parallel()
 	const config = `version: 1
 target: {api: chat, engine: auto}
 model: {name: sim-tiny}
@@ -122,8 +123,11 @@ capacity: {peak_rps: 20, target_utilization: 80%, gpu_hour_usd: 2}
 		t.Errorf("gate, same engine: exit %d, want pass\n%s\n%s", code, out, errb)
 	}
 
-	// An engine failing half its requests completes about 0.875³ = 67% of the tasks.
-	cand := run(0.5, candDir)
+	// An engine failing 60% of its requests loses a turn to its three tries 0.6³ = 22% of
+	// the time and completes about 0.784³ = 48% of the tasks: a ratio far enough under
+	// the tolerance that 40 tasks' sampling noise (about ±23%) cannot hide it. At 50%
+	// (67% of the tasks) the interval's end sometimes came out at 0.904, a warning.
+	cand := run(0.6, candDir)
 	if cand.Summary.Tasks.SuccessRate >= ts.SuccessRate {
 		t.Fatalf("candidate completed %v of its tasks, the baseline %v", cand.Summary.Tasks.SuccessRate, ts.SuccessRate)
 	}

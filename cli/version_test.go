@@ -8,6 +8,7 @@ import (
 )
 
 func TestBuildOf(t *testing.T) {
+	t.Parallel()
 	vcs := &debug.BuildInfo{
 		Main: debug.Module{Version: "v0.3.0"},
 		Settings: []debug.BuildSetting{
@@ -40,6 +41,8 @@ func TestBuildOf(t *testing.T) {
 	}
 }
 
+// TestVersionPrintsStamps sets the package's version stamps, so it is not parallel: it
+// runs and puts them back before any parallel test starts.
 func TestVersionPrintsStamps(t *testing.T) {
 	old := [3]string{Version, Commit, Date}
 	t.Cleanup(func() { Version, Commit, Date = old[0], old[1], old[2] })

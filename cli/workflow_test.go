@@ -11,6 +11,7 @@ import (
 // matrix, the same action steps with the same mode, shard, start-at and shards inputs,
 // and the same artifact names. Only the test's baseline step is its own.
 func TestShardedWorkflowUnderTestIsTheDocumentedOne(t *testing.T) {
+	t.Parallel()
 	doc := k8sDocs(t, "../examples/workflows/scale-out.yml")[0]
 	test := k8sDocs(t, "../testdata/action/scale-out.yml")[0]
 	type step struct{ Uses, Mode, Shard, StartAt, Shards, Artifact string }

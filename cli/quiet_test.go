@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"testing"
+
+	"github.com/slogate/slogate/result"
+)
+
+// The cli tests mostly wait on engines (simulated ones, in the test binary or started as
+// processes), so they run in parallel: every test calls t.Parallel() but those marked
+// quiet, and TestMain raises -parallel (testParallel) unless the command line sets it.
+//
+// A quiet test's assertion needs a machine that keeps its schedule: a sweep's capacity,
+// the skew of synchronized starts. It does not call t.Parallel(), so it runs alone in
+// this binary, before any parallel test starts (Go runs the sequential tests first). The
+// statistical suites of gate/ that may run beside it in another test binary lower their
+// own CPU priority (gate's TestMain). A quiet test that finds the machine too busy to
+// judge retries once, then fails with what it measured (retryQuiet): it never passes by
+// skipping.
+
+// testParallel is the cli tests' default -parallel: each waits on its own engine for
+// most of its time (the package's tests use about 45 CPU seconds in 8.5 minutes of
+// waiting when run one at a time).
+const testParallel = 16
+
+// setParallel sets -test.parallel to testParallel unless the command line set it.
+func setParallel() {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		_ = flag.Set("test.parallel", fmt.Sprint(testParallel))
+	}
+}
+
+// quiet marks t as a test that needs a quiet machine: it runs alone in this binary (it
+// never calls t.Parallel). It is a marker, for readers and for grep.
+func quiet(t *testing.T) { t.Helper() }
+
+// retryQuiet runs try once, and once more if it returns a reason the machine was too
+// busy to judge; a second such reason fails the test with both.
+func retryQuiet(t *testing.T, try func(try int) (busy string)) {
+	t.Helper()
+	first := try(1)
+	if first == "" {
+		return
+	}
+	t.Logf("the machine was too busy to judge (%s): once more", first)
+	if second := try(2); second != "" {
+		t.Fatalf("the machine was too busy to judge, twice: %s; then %s", first, second)
+	}
+}
+
+// clientLimited checks a sweep that the load generator could not keep: it must refuse
+// to report a capacity, exit 3 and say so. It returns why the machine was too busy
+// (the worst step's dispatch lag) or "" when the sweep was not client-limited.
+func clientLimited(t *testing.T, code int, sw *result.Sweep) string {
+	t.Helper()
+	if code != ExitFailure || sw.Bound != result.BoundClient {
+		return ""
+	}
+	if sw.MaxSustainableRPS != nil {
+		t.Fatalf("client-limited sweep reported %g req/s", *sw.MaxSustainableRPS)
+	}
+	lag := 0.0
+	for _, st := range sw.Steps {
+		lag = max(lag, st.DispatchLagP99ms)
+	}
+	return fmt.Sprintf("the sweep was client-limited: dispatch lag p99 %.1f ms at its worst step", lag)
+}
