@@ -17,11 +17,25 @@ import (
 )
 
 // swapConfig is tinyConfig against url, with target.swap set to swap (YAML flow form).
+// Sleeps and wakes are bounded by seconds (testSwapTimeouts) where swap does not say:
+// the defaults of minutes would hold a test on an engine that never wakes.
 func swapConfig(t *testing.T, url, swap string) string {
 	t.Helper()
+	swap = withSwapTimeouts(swap)
 	cfg := strings.Replace(tinyConfig, "target: {api: completions, engine: auto}",
 		"target: {url: "+url+", api: completions, engine: auto, swap: "+swap+"}", 1)
 	return writeConfig(t, strings.Replace(cfg, "    timeout: 20s\n", "    timeout: 20s\n    max_dispatch_lag: 30s\n", 1))
+}
+
+// withSwapTimeouts adds sleep_timeout and wake_timeout of 30 s to a target.swap in YAML
+// flow form where it sets neither.
+func withSwapTimeouts(swap string) string {
+	for _, k := range []string{"sleep_timeout", "wake_timeout"} {
+		if !strings.Contains(swap, k) {
+			swap = strings.TrimSuffix(swap, "}") + ", " + k + ": 30s}"
+		}
+	}
+	return swap
 }
 
 func startSwapSim(t *testing.T, sw sim.Swap) *sim.Running {
@@ -61,7 +75,7 @@ func TestABSwapsWithoutRestarts(t *testing.T) {
 			base, cand := swapConfig(t, ra.URL, c.swap), swapConfig(t, rb.URL, c.swap)
 			dir := t.TempDir()
 			a, out, errb := testApp(t)
-			code := a.run(context.Background(), []string{"ab", "-c", cand, "--baseline-config", base, "--blocks", "4", "-o", dir})
+			code := a.run(cmdCtx(t), []string{"ab", "-c", cand, "--baseline-config", base, "--blocks", "4", "-o", dir})
 			res := abGateJSON(t, dir, code, out, errb)
 			// The same engine on both sides: never a failure.
 			if code != ExitOK || res.Verdict == gate.Fail || res.Verdict == gate.Error {
@@ -143,7 +157,7 @@ func TestABSwapRefusedBeforeMeasuring(t *testing.T) {
 			base, cand := swapConfig(t, ra.URL, c.swap), swapConfig(t, rb.URL, c.swap)
 			dir := t.TempDir()
 			a, out, errb := testApp(t)
-			code := a.run(context.Background(), []string{"ab", "-c", cand, "--baseline-config", base, "--blocks", "4", "-o", dir})
+			code := a.run(cmdCtx(t), []string{"ab", "-c", cand, "--baseline-config", base, "--blocks", "4", "-o", dir})
 			if code != ExitBadInput {
 				t.Fatalf("exit %d, want %d\n%s\n%s", code, ExitBadInput, out, errb)
 			}
@@ -170,7 +184,7 @@ func TestABWakeTimeoutKeepsBlocks(t *testing.T) {
 	cand := swapConfig(t, rb.URL, "{mode: sleep, wake_timeout: 1s}")
 	dir := t.TempDir()
 	a, out, errb := testApp(t)
-	code := a.run(context.Background(), []string{"ab", "-c", cand, "--baseline-config", base, "--blocks", "4", "-o", dir})
+	code := a.run(cmdCtx(t), []string{"ab", "-c", cand, "--baseline-config", base, "--blocks", "4", "-o", dir})
 	if code != ExitFailure {
 		t.Fatalf("exit %d, want %d\n%s\n%s", code, ExitFailure, out, errb)
 	}
@@ -198,12 +212,12 @@ func TestABSwapStartsEachEngineOnce(t *testing.T) {
 	t.Parallel()
 	withSwap := func(simArgs string) string {
 		cfg := startedSimConfig(t, simArgs)
-		return writeConfig(t, strings.Replace(cfg, "  start:\n", "  swap: {mode: sleep}\n  start:\n", 1))
+		return writeConfig(t, strings.Replace(cfg, "  start:\n", "  swap: "+withSwapTimeouts("{mode: sleep}")+"\n  start:\n", 1))
 	}
 	base, cand := withSwap("--sleep-mode --dev-mode --wake-time 50ms"), withSwap("--sleep-mode --dev-mode --wake-time 50ms")
 	dir := t.TempDir()
 	a, out, errb := testApp(t)
-	if code := a.run(context.Background(), []string{"ab", "-c", cand, "--baseline-config", base, "--blocks", "4", "-o", dir}); code != ExitOK {
+	if code := a.run(cmdCtx(t), []string{"ab", "-c", cand, "--baseline-config", base, "--blocks", "4", "-o", dir}); code != ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errb)
 	}
 	var res gate.Result
@@ -242,7 +256,7 @@ func TestABSwapAddsTheSpreadBetweenStarts(t *testing.T) {
 	// swamp them): a spread between starts well above a run's own, whatever the clock.
 	calCfg := writeConfig(t, seededStartsConfig(t, "--slowdown 4 --noise-speed-sd 0.3", 3, 1, 5, 14))
 	a, out, errb := testApp(t)
-	if code := a.run(context.Background(), []string{"calibrate", "-c", calCfg, "--runs", "4", "-o", t.TempDir()}); code != ExitOK {
+	if code := a.run(cmdCtx(t), []string{"calibrate", "-c", calCfg, "--runs", "4", "-o", t.TempDir()}); code != ExitOK {
 		t.Fatalf("calibrate: exit %d\n%s\n%s", code, out, errb)
 	}
 	baselines := filepath.Join(filepath.Dir(calCfg), "baselines")
@@ -254,7 +268,7 @@ func TestABSwapAddsTheSpreadBetweenStarts(t *testing.T) {
 		base, cand := swapConfig(t, ra.URL, "{mode: sleep}"), swapConfig(t, rb.URL, "{mode: sleep}")
 		dir := t.TempDir()
 		a, out, errb := testApp(t)
-		code := a.run(context.Background(), append([]string{"ab", "-c", cand, "--baseline-config", base, "--baselines", baselines, "-o", dir}, args...))
+		code := a.run(cmdCtx(t), append([]string{"ab", "-c", cand, "--baseline-config", base, "--baselines", baselines, "-o", dir}, args...))
 		raw, err := os.ReadFile(filepath.Join(dir, "gate.json"))
 		if err != nil || (code != ExitOK && code != ExitGateFailed) {
 			t.Fatalf("exit %d, gate.json: %v\n%s\n%s", code, err, out, errb)
@@ -306,7 +320,7 @@ func TestABSwapAddsTheSpreadBetweenStarts(t *testing.T) {
 		cfg := writeConfig(t, seededStartsConfig(t, "--slowdown 4 --noise-speed-sd 0.3", 3, 14))
 		a, out, errb := testApp(t)
 		recs := t.TempDir()
-		if code := a.run(context.Background(), []string{"calibrate", "-c", cfg, "--runs", "4", "--restart-every", "2", "-o", recs}); code != ExitOK {
+		if code := a.run(cmdCtx(t), []string{"calibrate", "-c", cfg, "--runs", "4", "--restart-every", "2", "-o", recs}); code != ExitOK {
 			t.Fatalf("calibrate: exit %d\n%s\n%s", code, out, errb)
 		}
 		dir := filepath.Join(filepath.Dir(cfg), "baselines")

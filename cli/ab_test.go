@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -38,7 +37,7 @@ func TestABAgainstSimulators(t *testing.T) {
 			cand := writeConfig(t, startedSimConfig(t, c.candArgs))
 			dir := t.TempDir()
 			a, out, errb := testApp(t)
-			code := a.run(context.Background(), []string{"ab", "-c", cand, "--baseline-config", base, "--blocks", c.blocks, "-o", dir})
+			code := a.run(cmdCtx(t), []string{"ab", "-c", cand, "--baseline-config", base, "--blocks", c.blocks, "-o", dir})
 			res := abGateJSON(t, dir, code, out, errb)
 			var itl *gate.MetricResult
 			for i, m := range res.Workloads[0].Metrics {
@@ -163,7 +162,7 @@ func TestABMinBlocksRefused(t *testing.T) {
 	t.Parallel()
 	for _, v := range []string{"3", "2", "20"} {
 		a, _, errb := testApp(t)
-		code := a.run(context.Background(), []string{"ab", "-c", "nonexistent.yaml", "--blocks", "16", "--min-blocks", v})
+		code := a.run(cmdCtx(t), []string{"ab", "-c", "nonexistent.yaml", "--blocks", "16", "--min-blocks", v})
 		if code != ExitBadInput || !strings.Contains(errb.String(), "--min-blocks "+v+": want an even number") {
 			t.Errorf("--min-blocks %s: exit %d, %s", v, code, errb)
 		}
@@ -207,7 +206,7 @@ func TestABFutilityStopsAnUndecidableJob(t *testing.T) {
 
 	for _, v := range []string{"6", "9", "16"} {
 		a, _, errb := testApp(t)
-		code := a.run(context.Background(), []string{"ab", "-c", "nonexistent.yaml", "--blocks", "16", "--min-blocks", "4", "--futility-from", v})
+		code := a.run(cmdCtx(t), []string{"ab", "-c", "nonexistent.yaml", "--blocks", "16", "--min-blocks", "4", "--futility-from", v})
 		if code != ExitBadInput || !strings.Contains(errb.String(), "--futility-from "+v+": want 0 (never) or an even block from 8") {
 			t.Errorf("--futility-from %s: exit %d, %s", v, code, errb)
 		}
@@ -230,7 +229,7 @@ func runABJob(t *testing.T, cand, base string, flags ...string) abJob {
 	j := abJob{dir: t.TempDir()}
 	var a *app
 	a, j.out, j.errb = testApp(t)
-	j.code = a.run(context.Background(), append(append([]string{"ab", "-c", cand, "--baseline-config", base}, flags...), "-o", j.dir))
+	j.code = a.run(cmdCtx(t), append(append([]string{"ab", "-c", cand, "--baseline-config", base}, flags...), "-o", j.dir))
 	j.res = abGateJSON(t, j.dir, j.code, j.out, j.errb)
 	return j
 }
@@ -306,7 +305,7 @@ func TestABFinalShareJudgesTheMaximum(t *testing.T) {
 		{"--final-share", "0.5"},
 	} {
 		a, _, errb := testApp(t)
-		code := a.run(context.Background(), append([]string{"ab", "-c", "nonexistent.yaml", "--blocks", "16"}, args...))
+		code := a.run(cmdCtx(t), append([]string{"ab", "-c", "nonexistent.yaml", "--blocks", "16"}, args...))
 		if code != ExitBadInput || !strings.Contains(errb.String(), "--final-share "+args[len(args)-1]) {
 			t.Errorf("%q: exit %d, %s", args, code, errb)
 		}

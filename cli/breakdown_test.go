@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,7 +47,7 @@ func TestMultiClassBreakdownEndToEnd(t *testing.T) {
 	run := func(args ...string) (int, string) {
 		t.Helper()
 		a, out, errb := testApp(t)
-		code := a.run(context.Background(), args)
+		code := a.run(cmdCtx(t), args)
 		return code, out.String() + errb.String()
 	}
 	base, cand := filepath.Join(dir, "base"), filepath.Join(dir, "cand")

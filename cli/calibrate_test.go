@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -49,7 +48,7 @@ func TestCalibrateStoresTheSpread(t *testing.T) {
 	cfg := writeConfig(t, seededStartsConfig(t, "--noise-speed-sd 0.3", 3, 5, 14))
 	dir := t.TempDir()
 	a, out, errb := testApp(t)
-	if code := a.run(context.Background(), []string{"calibrate", "-c", cfg, "--runs", "3", "-o", dir}); code != ExitOK {
+	if code := a.run(cmdCtx(t), []string{"calibrate", "-c", cfg, "--runs", "3", "-o", dir}); code != ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errb)
 	}
 	for i := 1; i <= 3; i++ {
@@ -94,12 +93,12 @@ func TestCalibrateStoresTheSpread(t *testing.T) {
 	// A run gated against the calibrated baseline is judged by its spread.
 	a2, out2, errb2 := testApp(t)
 	res := t.TempDir()
-	if code := a2.run(context.Background(), []string{"run", "-c", cfg, "-o", res}); code != ExitOK {
+	if code := a2.run(cmdCtx(t), []string{"run", "-c", cfg, "-o", res}); code != ExitOK {
 		t.Fatalf("run: exit %d\n%s\n%s", code, out2, errb2)
 	}
 	a3, out3, errb3 := testApp(t)
 	gj := filepath.Join(t.TempDir(), "gate.json")
-	code := a3.run(context.Background(), []string{"gate", "-c", cfg, "-r", res, "--json", gj})
+	code := a3.run(cmdCtx(t), []string{"gate", "-c", cfg, "-r", res, "--json", gj})
 	if code != ExitOK && code != ExitGateFailed {
 		t.Fatalf("gate: exit %d\n%s\n%s", code, out3, errb3)
 	}
@@ -122,7 +121,7 @@ func TestCalibrateRestartEveryAndAppend(t *testing.T) {
 	cfg := writeConfig(t, startedSimConfig(t, "--noise-speed-sd 0.3"))
 	dir := t.TempDir()
 	a, out, errb := testApp(t)
-	if code := a.run(context.Background(), []string{"calibrate", "-c", cfg, "--runs", "4", "--restart-every", "2", "-o", dir}); code != ExitOK {
+	if code := a.run(cmdCtx(t), []string{"calibrate", "-c", cfg, "--runs", "4", "--restart-every", "2", "-o", dir}); code != ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errb)
 	}
 	// Two starts served four runs: the engine log of each start, none for the others.
@@ -135,7 +134,7 @@ func TestCalibrateRestartEveryAndAppend(t *testing.T) {
 		t.Errorf("stdout does not give the spread by source:\n%s", out)
 	}
 	a, out, errb = testApp(t)
-	if code := a.run(context.Background(), []string{"calibrate", "-c", cfg, "--runs", "2", "--append", "-o", t.TempDir()}); code != ExitOK {
+	if code := a.run(cmdCtx(t), []string{"calibrate", "-c", cfg, "--runs", "2", "--append", "-o", t.TempDir()}); code != ExitOK {
 		t.Fatalf("append: exit %d\n%s\n%s", code, out, errb)
 	}
 	b := calibratedBaseline(t, cfg, dir)
@@ -165,12 +164,12 @@ func TestCalibrateSpreadFlagsRefused(t *testing.T) {
 	t.Parallel()
 	cfg := writeConfig(t, tinyConfig)
 	a, _, errb := testApp(t)
-	if code := a.run(context.Background(), []string{"calibrate", "-c", cfg, "--restart-every", "2"}); code != ExitBadInput || !strings.Contains(errb.String(), "--restart-every 2: ") || !strings.Contains(errb.String(), "has no target.start") {
+	if code := a.run(cmdCtx(t), []string{"calibrate", "-c", cfg, "--restart-every", "2"}); code != ExitBadInput || !strings.Contains(errb.String(), "--restart-every 2: ") || !strings.Contains(errb.String(), "has no target.start") {
 		t.Errorf("--restart-every without target.start: exit %d, %s", code, errb)
 	}
 	started := writeConfig(t, startedSimConfig(t, ""))
 	a, _, errb = testApp(t)
-	if code := a.run(context.Background(), []string{"calibrate", "-c", started, "--runs", "1", "--append", "-o", t.TempDir()}); code != ExitBadInput || !strings.Contains(errb.String(), "to append to") {
+	if code := a.run(cmdCtx(t), []string{"calibrate", "-c", started, "--runs", "1", "--append", "-o", t.TempDir()}); code != ExitBadInput || !strings.Contains(errb.String(), "to append to") {
 		t.Errorf("--append without a baseline: exit %d, %s", code, errb)
 	}
 }
@@ -189,7 +188,7 @@ func TestCalibrateStopsWhenDecided(t *testing.T) {
 	cfg := writeConfig(t, seededStartsConfig(t, "--slowdown 4 --noise-speed-sd 0.3", 3, 5, 14, 1)+rules)
 	dir := t.TempDir()
 	a, out, errb := testApp(t)
-	if code := a.run(context.Background(), []string{"calibrate", "-c", cfg, "--runs", "10", "--min-runs", "3", "-o", dir}); code != ExitOK {
+	if code := a.run(cmdCtx(t), []string{"calibrate", "-c", cfg, "--runs", "10", "--min-runs", "3", "-o", dir}); code != ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errb)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "small.c4.json")); err == nil {
@@ -213,7 +212,7 @@ func TestCalibrateStopsWhenDecided(t *testing.T) {
 
 	for _, bad := range [][]string{{"--runs", "10", "--min-runs", "2"}, {"--runs", "4", "--min-runs", "5"}} {
 		a, _, errb := testApp(t)
-		if code := a.run(context.Background(), append([]string{"calibrate", "-c", cfg}, bad...)); code != ExitBadInput || !strings.Contains(errb.String(), "--min-runs "+bad[3]+": want 0") {
+		if code := a.run(cmdCtx(t), append([]string{"calibrate", "-c", cfg}, bad...)); code != ExitBadInput || !strings.Contains(errb.String(), "--min-runs "+bad[3]+": want 0") {
 			t.Errorf("%v: exit %d, %s", bad, code, errb)
 		}
 	}

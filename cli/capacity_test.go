@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,7 +71,7 @@ func TestCapacityTextbookCases(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			a, out, errb := testApp(t)
-			code := a.run(context.Background(), append([]string{"capacity", "-r", tc.record(t)}, tc.args...))
+			code := a.run(cmdCtx(t), append([]string{"capacity", "-r", tc.record(t)}, tc.args...))
 			if code != ExitOK {
 				t.Fatalf("exit %d; stderr %s", code, errb)
 			}
@@ -97,7 +96,7 @@ func TestCapacityFromRunRecordWarns(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, out, errb := testApp(t)
-	if code := a.run(context.Background(), []string{"capacity", "-r", p, "--peak-rps", "50", "--target-utilization", "60%"}); code != ExitOK {
+	if code := a.run(cmdCtx(t), []string{"capacity", "-r", p, "--peak-rps", "50", "--target-utilization", "60%"}); code != ExitOK {
 		t.Fatalf("exit %d; stderr %s", code, errb)
 	}
 	for _, w := range []string{"= 17\n", "warning: the per-GPU rate comes from a single run, not an SLO-bound sweep"} {
@@ -113,7 +112,7 @@ func TestCapacityTrafficFromConfig(t *testing.T) {
 	cfg := writeConfig(t, tinyConfig+"capacity: {peak_rps: 50, target_utilization: 60%, headroom: 30%, redundancy: 1, gpu_hour_usd: 2.5}\n")
 	// The section alone: 17 → 23 with headroom → 24 with N+1.
 	a, out, errb := testApp(t)
-	if code := a.run(context.Background(), []string{"capacity", "-r", rec, "-c", cfg}); code != ExitOK {
+	if code := a.run(cmdCtx(t), []string{"capacity", "-r", rec, "-c", cfg}); code != ExitOK {
 		t.Fatalf("exit %d; stderr %s", code, errb)
 	}
 	if !strings.Contains(out.String(), "GPUs required: 24") || !strings.Contains(out.String(), "per month = 24 GPUs × 730 h × $2.50 = $43,800.00") {
@@ -121,7 +120,7 @@ func TestCapacityTrafficFromConfig(t *testing.T) {
 	}
 	// A flag overrides its field only: no redundancy → 23.
 	a, out, errb = testApp(t)
-	if code := a.run(context.Background(), []string{"capacity", "-r", rec, "-c", cfg, "--redundancy", "0"}); code != ExitOK {
+	if code := a.run(cmdCtx(t), []string{"capacity", "-r", rec, "-c", cfg, "--redundancy", "0"}); code != ExitOK {
 		t.Fatalf("exit %d; stderr %s", code, errb)
 	}
 	if !strings.Contains(out.String(), "GPUs required: 23") {
@@ -164,7 +163,7 @@ func TestCapacityBadInput(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			a, out, errb := testApp(t)
-			code := a.run(context.Background(), append([]string{"capacity"}, tc.args...))
+			code := a.run(cmdCtx(t), append([]string{"capacity"}, tc.args...))
 			if code != ExitBadInput || !strings.Contains(errb.String(), tc.stderr) {
 				t.Errorf("exit %d, want 2; stderr %q lacks %q\nstdout: %s", code, errb, tc.stderr, out)
 			}

@@ -54,7 +54,7 @@ func TestCIModeABAndCalibration(t *testing.T) {
 		a, out, errb := testApp(t)
 		a.getenv = func(k string) string { return env[k] }
 		a.git = git
-		code := a.run(context.Background(), []string{"ci"})
+		code := a.run(cmdCtx(t), []string{"ci"})
 		return code, out.String() + errb.String()
 	}
 

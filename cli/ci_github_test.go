@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -52,7 +51,7 @@ func ciWith(t *testing.T, inputs map[string]string, commentStatus int) (code int
 	a, out, errb := testApp(t)
 	a.getenv = func(k string) string { return env[k] }
 	a.git = fakeGit
-	code = a.run(context.Background(), []string{"ci"})
+	code = a.run(cmdCtx(t), []string{"ci"})
 	outputs = map[string]string{}
 	data, _ := os.ReadFile(outFile)
 	lines := strings.Split(string(data), "\n")

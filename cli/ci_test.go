@@ -133,7 +133,7 @@ func TestCIEndToEnd(t *testing.T) {
 		a, out, errb := testApp(t)
 		a.getenv = func(k string) string { return env[k] }
 		a.git = fakeGit
-		code := a.run(context.Background(), []string{"ci"})
+		code := a.run(cmdCtx(t), []string{"ci"})
 		outputs := map[string]string{}
 		data, _ := os.ReadFile(outFile)
 		// name<<DELIM\nvalue\nDELIM blocks.
@@ -223,7 +223,7 @@ func TestCIEndToEnd(t *testing.T) {
 	mdFile, htmlFile := filepath.Join(dir, "again.md"), filepath.Join(dir, "again.html")
 	a, stdout, errb := testApp(t)
 	a.now = func() time.Time { return time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC) } // never read
-	if code := a.run(context.Background(), []string{"report", "-r", out, "--markdown", mdFile, "--html", htmlFile}); code != ExitOK {
+	if code := a.run(cmdCtx(t), []string{"report", "-r", out, "--markdown", mdFile, "--html", htmlFile}); code != ExitOK {
 		t.Fatalf("report: exit %d\n%s%s", code, stdout, errb)
 	}
 	for _, f := range [][2]string{{"comment.md", mdFile}, {"report.html", htmlFile}} {
@@ -288,7 +288,7 @@ func TestCIRefusesForkPullRequest(t *testing.T) {
 		"GITHUB_EVENT_PATH": ev, "GITHUB_STEP_SUMMARY": sumFile, "GITHUB_OUTPUT": filepath.Join(dir, "out")}
 	a, _, errb := testApp(t)
 	a.getenv = func(k string) string { return env[k] }
-	if code := a.run(context.Background(), []string{"ci"}); code != ExitFailure {
+	if code := a.run(cmdCtx(t), []string{"ci"}); code != ExitFailure {
 		t.Fatalf("exit %d, want 3\n%s", code, errb)
 	}
 	sum, _ := os.ReadFile(sumFile)

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -32,7 +31,7 @@ func TestRunRefusesWorkloadOverContext(t *testing.T) {
 		t.Run(cmd[0], func(t *testing.T) {
 			dir := t.TempDir()
 			a, out, errb := testApp(t)
-			code := a.run(context.Background(), append(cmd, "-o", dir))
+			code := a.run(cmdCtx(t), append(cmd, "-o", dir))
 			if code != ExitBadInput {
 				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, ExitBadInput, out, errb)
 			}
@@ -55,7 +54,7 @@ func TestRunRefusesWorkloadOverContext(t *testing.T) {
 	fits := strings.Replace(tinyConfig, "output_tokens: {dist: fixed, value: 12}", "output_tokens: {dist: fixed, value: 24}", 1)
 	fits = strings.Replace(fits, "prompt_tokens: {dist: uniform, min: 20, max: 60}", "prompt_tokens: {dist: uniform, min: 20, max: 1000}", 1)
 	a, _, errb := testApp(t)
-	if code := a.run(context.Background(), []string{"run", "-c", writeConfig(t, fits), "--target", url, "-o", t.TempDir()}); code == ExitBadInput {
+	if code := a.run(cmdCtx(t), []string{"run", "-c", writeConfig(t, fits), "--target", url, "-o", t.TempDir()}); code == ExitBadInput {
 		t.Errorf("1000 + 24 tokens in a 1024-token context refused: %s", errb)
 	}
 }
@@ -112,7 +111,7 @@ workloads:
 		body := fmt.Sprintf(sessions, tt.turns, tt.think)
 		a, out, errb := testApp(t)
 		dir := t.TempDir()
-		code := a.run(context.Background(), []string{"run", "-c", writeConfig(t, body), "--target", url, "-o", dir})
+		code := a.run(cmdCtx(t), []string{"run", "-c", writeConfig(t, body), "--target", url, "-o", dir})
 		if code != ExitBadInput {
 			t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, ExitBadInput, out, errb)
 		}

@@ -121,7 +121,7 @@ func (e *gateEnv) run(args ...string) (code int, stdout, stderr string) {
 	cmds := map[string]func(*app, context.Context, []string) int{
 		"gate": (*app).cmdGate, "baseline": (*app).cmdBaseline, "audit": (*app).cmdAudit,
 	}
-	code = cmds[args[0]](a, context.Background(), args[1:])
+	code = cmds[args[0]](a, cmdCtx(e.t), args[1:])
 	return code, out.String(), errb.String()
 }
 

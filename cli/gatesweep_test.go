@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -111,7 +110,7 @@ func (e *sweepGateEnv) run(args ...string) (int, string, string) {
 	e.t.Helper()
 	a, out, errb := testApp(e.t)
 	a.now = func() time.Time { return time.Date(2025, 3, 2, 9, 30, 0, 0, time.UTC) }
-	code := a.run(context.Background(), args)
+	code := a.run(cmdCtx(e.t), args)
 	return code, out.String(), errb.String()
 }
 

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -56,7 +55,7 @@ func TestSlowerEngineBelowCapacityKeepsGoodput(t *testing.T) {
 	run := func(args ...string) int {
 		t.Helper()
 		a, out, errb := testApp(t)
-		code := a.run(context.Background(), args)
+		code := a.run(cmdCtx(t), args)
 		t.Logf("slogate %v: exit %d\n%s%s", args, code, out, errb)
 		return code
 	}

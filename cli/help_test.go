@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +18,7 @@ func TestHelpListsEachFlagOnce(t *testing.T) {
 		if name == "baseline" {
 			args = []string{name, "update", "-h"}
 		}
-		if code := a.run(context.Background(), args); code != ExitOK {
+		if code := a.run(cmdCtx(t), args); code != ExitOK {
 			t.Errorf("%s -h: exit %d, want 0", name, code)
 		}
 		help := errb.String()
@@ -36,7 +35,7 @@ func TestHelpListsEachFlagOnce(t *testing.T) {
 		}
 	}
 	a, _, errb := testApp(t)
-	a.run(context.Background(), []string{"capacity", "-h"})
+	a.run(cmdCtx(t), []string{"capacity", "-h"})
 	if h := errb.String(); strings.Contains(h, "(default 0%)") || !strings.Contains(h, "-c, --config file") || !strings.Contains(h, "-r, --record record") {
 		t.Errorf("capacity -h:\n%s", h)
 	}
@@ -48,7 +47,7 @@ func TestCompletion(t *testing.T) {
 	t.Parallel()
 	for _, sh := range shells {
 		a, out, _ := testApp(t)
-		if code := a.run(context.Background(), []string{"completion", sh}); code != ExitOK || !strings.Contains(out.String(), "results") || !strings.Contains(out.String(), "report") {
+		if code := a.run(cmdCtx(t), []string{"completion", sh}); code != ExitOK || !strings.Contains(out.String(), "results") || !strings.Contains(out.String(), "report") {
 			t.Fatalf("completion %s: exit %d\n%s", sh, code, out)
 		}
 		path := filepath.Join(t.TempDir(), "c."+sh)
@@ -71,7 +70,7 @@ COMP_WORDS=(slogate gate --js); COMP_CWORD=2; _slogate; echo "${COMPREPLY[*]}"`
 		}
 	}
 	a, _, _ := testApp(t)
-	if code := a.run(context.Background(), []string{"completion", "powershell"}); code != ExitBadInput {
+	if code := a.run(cmdCtx(t), []string{"completion", "powershell"}); code != ExitBadInput {
 		t.Errorf("completion powershell: exit %d, want 2", code)
 	}
 }

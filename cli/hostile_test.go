@@ -267,7 +267,7 @@ func TestRunOutputDirectoryProbedFirst(t *testing.T) {
 				http.NotFound(w, r)
 			})
 			a, _, errb := testApp(t)
-			code := a.run(context.Background(), []string{"run", "-c", writeConfig(t, fakeConfig), "--target", e.srv.URL, "-o", dir})
+			code := a.run(cmdCtx(t), []string{"run", "-c", writeConfig(t, fakeConfig), "--target", e.srv.URL, "-o", dir})
 			if code != ExitBadInput || !strings.Contains(errb.String(), "the output directory "+dir+" cannot be written") {
 				t.Errorf("exit %d, want %d\n%s", code, ExitBadInput, errb)
 			}
@@ -297,7 +297,7 @@ func TestRunRecordKeptWhenOutputFailsAtTheEnd(t *testing.T) {
 	tmp := t.TempDir()
 	a, _, errb := testApp(t)
 	a.tempDirFunc = func() string { return tmp }
-	code := a.run(context.Background(), []string{"run", "-c", writeConfig(t, fakeConfig), "--target", e.srv.URL, "-o", dir})
+	code := a.run(cmdCtx(t), []string{"run", "-c", writeConfig(t, fakeConfig), "--target", e.srv.URL, "-o", dir})
 	if code != ExitFailure {
 		t.Fatalf("exit %d\n%s", code, errb)
 	}
@@ -320,7 +320,7 @@ func TestGateJudgesOnlyTheLastRun(t *testing.T) {
 	dir := t.TempDir()
 	a, _, errb := testApp(t)
 	a.probeTimeout = 2 * time.Second
-	if code := a.run(context.Background(), []string{"run", "-c", cfgPath, "--target", e.srv.URL, "-o", dir}); code != ExitOK && code != ExitFailure {
+	if code := a.run(cmdCtx(t), []string{"run", "-c", cfgPath, "--target", e.srv.URL, "-o", dir}); code != ExitOK && code != ExitFailure {
 		t.Fatalf("first run: exit %d\n%s", code, errb)
 	}
 	// The second run repeats once: w.t1.json and w.t2.json of the first stay behind.
@@ -328,7 +328,7 @@ func TestGateJudgesOnlyTheLastRun(t *testing.T) {
 	if err := os.WriteFile(cfgPath, []byte(one), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code := a.run(context.Background(), []string{"run", "-c", cfgPath, "--target", e.srv.URL, "-o", dir}); code != ExitOK && code != ExitFailure {
+	if code := a.run(cmdCtx(t), []string{"run", "-c", cfgPath, "--target", e.srv.URL, "-o", dir}); code != ExitOK && code != ExitFailure {
 		t.Fatalf("second run: exit %d\n%s", code, errb)
 	}
 	recs, stale, err := result.ReadRun(dir)
@@ -341,7 +341,7 @@ func TestGateJudgesOnlyTheLastRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	errb.Reset()
-	code := a.run(context.Background(), []string{"gate", "-c", cfgPath, "-r", dir})
+	code := a.run(cmdCtx(t), []string{"gate", "-c", cfgPath, "-r", dir})
 	if code != ExitBadInput || !strings.Contains(errb.String(), `workload "w": 3 run records with trials [1 1 2], but repeats is 1`) {
 		t.Errorf("exit %d, want %d\n%s", code, ExitBadInput, errb)
 	}
@@ -353,7 +353,7 @@ func TestRunBadTarget(t *testing.T) {
 	for _, target := range []string{"ftp://x", "%zz", "http://", "127.0.0.1:8000"} {
 		t.Run(target, func(t *testing.T) {
 			a, _, errb := testApp(t)
-			code := a.run(context.Background(), []string{"run", "-c", writeConfig(t, fakeConfig), "--target", target, "-o", t.TempDir()})
+			code := a.run(cmdCtx(t), []string{"run", "-c", writeConfig(t, fakeConfig), "--target", target, "-o", t.TempDir()})
 			want := fmt.Sprintf(`invalid target %q: expected an http:// or https:// URL such as "http://127.0.0.1:8000"`, target)
 			if code != ExitBadInput || !strings.Contains(errb.String(), want) {
 				t.Errorf("exit %d, want %d and %q\n%s", code, ExitBadInput, want, errb)
@@ -361,7 +361,7 @@ func TestRunBadTarget(t *testing.T) {
 			// The same value in the file gives the same code and the same valid forms.
 			cfg := strings.Replace(fakeConfig, "target: {", "target: {url: \""+target+"\", ", 1)
 			a, _, errb = testApp(t)
-			code = a.run(context.Background(), []string{"run", "-c", writeConfig(t, cfg), "-o", t.TempDir()})
+			code = a.run(cmdCtx(t), []string{"run", "-c", writeConfig(t, cfg), "-o", t.TempDir()})
 			if code != ExitBadInput || !strings.Contains(errb.String(), `expected an http:// or https:// URL such as "http://127.0.0.1:8000"`) {
 				t.Errorf("target.url: exit %d\n%s", code, errb)
 			}
@@ -417,7 +417,7 @@ func TestRunRedactsPlantedAPIKey(t *testing.T) {
 	a, out, errb := testApp(t)
 	env := map[string]string{"SERVING_KEY": key}
 	a.getenv = func(k string) string { return env[k] }
-	code := a.run(context.Background(), []string{"run", "-c", writeConfig(t, cfg), "--target", e.srv.URL, "-o", dir})
+	code := a.run(cmdCtx(t), []string{"run", "-c", writeConfig(t, cfg), "--target", e.srv.URL, "-o", dir})
 	if code != ExitOK && code != ExitFailure {
 		t.Fatalf("exit %d\n%s", code, errb)
 	}

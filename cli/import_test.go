@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -18,7 +17,7 @@ const importDir = "../testdata/import"
 func runApp(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	a, out, errb := testApp(t)
-	code := a.run(context.Background(), args)
+	code := a.run(cmdCtx(t), args)
 	return code, out.String(), errb.String()
 }
 

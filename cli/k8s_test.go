@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -211,7 +210,7 @@ func TestKubernetesIndexedJob(t *testing.T) {
 		wg.Go(func() {
 			a, out, errb := testApp(t)
 			a.getenv = func(key string) string { return penv[key] }
-			codes[k] = a.run(context.Background(), expand(args, penv, mounts))
+			codes[k] = a.run(cmdCtx(t), expand(args, penv, mounts))
 			logs[k] = out.String() + errb.String()
 		})
 	}
@@ -224,16 +223,16 @@ func TestKubernetesIndexedJob(t *testing.T) {
 	// The baseline the gate container reads, as the repository would hold it.
 	a, _, errb := testApp(t)
 	whole := t.TempDir()
-	if code := a.run(context.Background(), []string{"run", "-c", filepath.Join(mounts["/config"], "slogate.yaml"), "-o", whole}); code != ExitOK {
+	if code := a.run(cmdCtx(t), []string{"run", "-c", filepath.Join(mounts["/config"], "slogate.yaml"), "-o", whole}); code != ExitOK {
 		t.Fatalf("unsharded run: exit %d\n%s", code, errb)
 	}
 	a, _, errb = testApp(t)
-	if code := a.run(context.Background(), []string{"baseline", "update", "-c", filepath.Join(mounts["/config"], "slogate.yaml"), "-r", whole}); code != ExitOK {
+	if code := a.run(cmdCtx(t), []string{"baseline", "update", "-c", filepath.Join(mounts["/config"], "slogate.yaml"), "-r", whole}); code != ExitOK {
 		t.Fatalf("baseline update: exit %d\n%s", code, errb)
 	}
 	for _, step := range [][]string{mergeArgs, gateArgs} {
 		a, out, errb := testApp(t)
-		if code := a.run(context.Background(), expand(step, nil, mounts)); code != ExitOK {
+		if code := a.run(cmdCtx(t), expand(step, nil, mounts)); code != ExitOK {
 			t.Fatalf("%s: exit %d\n%s\n%s", step[0], code, out, errb)
 		}
 	}
@@ -250,7 +249,7 @@ func TestKubernetesIndexedJob(t *testing.T) {
 	// Rerunning the merge Job over the same volume finds its own earlier output and
 	// leaves it out.
 	a, _, errb = testApp(t)
-	if code := a.run(context.Background(), expand(mergeArgs, nil, mounts)); code != ExitOK {
+	if code := a.run(cmdCtx(t), expand(mergeArgs, nil, mounts)); code != ExitOK {
 		t.Errorf("second merge: exit %d\n%s", code, errb)
 	}
 }

@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,7 +27,7 @@ func TestLlamaCppRealStartup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
+	addr := givenBackPort(t) // llama-server binds it itself, without sharing
 	_, port, _ := strings.Cut(addr, ":")
 	start := "  start:\n    command: [" + strings.Join([]string{bin, "-m", model, "--host", "127.0.0.1", "--port", port, "-t", "1", "-c", "2048", "-np", "4", "--alias", "stories260k"}, ", ") +
 		"]\n    ready_timeout: 120s\n"
@@ -38,7 +38,7 @@ func TestLlamaCppRealStartup(t *testing.T) {
 	}
 	dir := t.TempDir()
 	a, out, errb := testApp(t)
-	code := a.run(context.Background(), []string{"run", "-c", cfg, "-w", "llamacpp-back-to-back", "-o", dir})
+	code := a.run(cmdCtx(t), []string{"run", "-c", cfg, "-w", "llamacpp-back-to-back", "-o", dir})
 	rec, err := result.Read(filepath.Join(dir, "llamacpp-back-to-back.json"))
 	if err != nil {
 		t.Fatalf("exit %d, no record: %v\n%s\n%s", code, err, out, errb)
@@ -56,4 +56,16 @@ func TestLlamaCppRealStartup(t *testing.T) {
 	if i < 0 || st.Phases[i].Source != "seen" || st.Phases[i].AtMS > st.ReadyMS || st.Phases[i].Seconds*1e3 > st.ReadyMS {
 		t.Errorf("no model_load timed between llama.cpp's lines: %+v", st.Phases)
 	}
+}
+
+// givenBackPort is a loopback port the system gave out and took back, for an engine that
+// binds its port itself and cannot share it (freeAddr's held port needs SO_REUSEPORT).
+func givenBackPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -37,7 +36,7 @@ func TestPlanFromCalibration(t *testing.T) {
 	}
 	a, out, errb := testApp(t)
 	// Before any calibration: the spread is assumed, and said to be.
-	if code := a.run(context.Background(), []string{"plan", "-c", cfgPath, "--baselines", filepath.Join(dir, "none")}); code != ExitOK || !strings.Contains(out.String(), "assumed: no calibration") || !strings.Contains(out.String(), "measure it with slogate calibrate") {
+	if code := a.run(cmdCtx(t), []string{"plan", "-c", cfgPath, "--baselines", filepath.Join(dir, "none")}); code != ExitOK || !strings.Contains(out.String(), "assumed: no calibration") || !strings.Contains(out.String(), "measure it with slogate calibrate") {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errb)
 	}
 	b, err := gate.FromRecords(recs, time.Now())
@@ -52,7 +51,7 @@ func TestPlanFromCalibration(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, out, errb = testApp(t)
-	code := a.run(context.Background(), []string{"plan", "-c", cfgPath, "--baselines", bdir, "--records", recDir, "--blocks", "16"})
+	code := a.run(cmdCtx(t), []string{"plan", "-c", cfgPath, "--baselines", bdir, "--records", recDir, "--blocks", "16"})
 	got := out.String()
 	// 40 requests at 20 req/s: a run of 2 s, a warm-up of 0.1 s; a start of 60 s from
 	// the records. A/B with restarts: 16 × 62.1 s = 16.56 minutes.
@@ -82,13 +81,13 @@ func TestPlanBadInput(t *testing.T) {
 		{[]string{"--final-share", "0.5"}, "--final-share 0.5: a job of a fixed 16 blocks is judged by the fixed interval"},
 	} {
 		a, _, errb := testApp(t)
-		if code := a.run(context.Background(), append([]string{"plan", "-c", cfg}, c.args...)); code != ExitBadInput || !strings.Contains(errb.String(), c.want) {
+		if code := a.run(cmdCtx(t), append([]string{"plan", "-c", cfg}, c.args...)); code != ExitBadInput || !strings.Contains(errb.String(), c.want) {
 			t.Errorf("%v: exit %d, %s; want 2 and %q", c.args, code, errb, c.want)
 		}
 	}
 	closed := writeConfig(t, strings.Replace(tinyConfig, "arrival: {process: poisson, rate: 20}", "arrival: {process: closed, users: 2}", 1))
 	a, _, errb := testApp(t)
-	if code := a.run(context.Background(), []string{"plan", "-c", closed}); code != ExitBadInput || !strings.Contains(errb.String(), `arrival "closed" without a rate`) {
+	if code := a.run(cmdCtx(t), []string{"plan", "-c", closed}); code != ExitBadInput || !strings.Contains(errb.String(), `arrival "closed" without a rate`) {
 		t.Errorf("closed loop: exit %d, %s", code, errb)
 	}
 }

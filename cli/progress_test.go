@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -21,7 +20,7 @@ func TestRunProgressWithoutTTY(t *testing.T) {
 		if quiet {
 			args = append(args, "--quiet")
 		}
-		a.run(context.Background(), args)
+		a.run(cmdCtx(t), args)
 		log := errb.String()
 		if strings.ContainsAny(log, "\x1b\r") {
 			t.Errorf("quiet %v: escape codes in a non-terminal log: %q", quiet, log)

@@ -1,10 +1,12 @@
 package cli
 
 import (
-	"flag"
+	"context"
 	"fmt"
 	"testing"
+	"time"
 
+	"github.com/slogate/slogate/internal/waittest"
 	"github.com/slogate/slogate/result"
 )
 
@@ -24,18 +26,6 @@ import (
 // most of its time (the package's tests use about 45 CPU seconds in 8.5 minutes of
 // waiting when run one at a time).
 const testParallel = 16
-
-// setParallel sets -test.parallel to testParallel unless the command line set it.
-func setParallel() {
-	if !flag.Parsed() {
-		flag.Parse()
-	}
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set {
-		_ = flag.Set("test.parallel", fmt.Sprint(testParallel))
-	}
-}
 
 // quiet marks t as a test that needs a quiet machine: it runs alone in this binary (it
 // never calls t.Parallel). It is a marker, for readers and for grep.
@@ -71,4 +61,16 @@ func clientLimited(t *testing.T, code int, sw *result.Sweep) string {
 		lag = max(lag, st.DispatchLagP99ms)
 	}
 	return fmt.Sprintf("the sweep was client-limited: dispatch lag p99 %.1f ms at its worst step", lag)
+}
+
+// cmdDeadline bounds one command a test runs: the longest, an A/B job of 20 blocks,
+// takes about a minute on a loaded 2-core machine.
+const cmdDeadline = 4 * time.Minute
+
+// cmdCtx is the context of one command a test runs (a.run): past cmdDeadline the
+// command is interrupted, as a SIGTERM would, and the test fails saying so, instead of
+// waiting on an engine that never answers until go test kills the whole binary.
+func cmdCtx(t *testing.T) context.Context {
+	t.Helper()
+	return waittest.Context(t, cmdDeadline, "a slogate command to finish")
 }

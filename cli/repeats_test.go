@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -27,14 +26,14 @@ func TestRunRepeatsStopWhenDecided(t *testing.T) {
 	base := writeConfig(t, withRepeats(startedSimConfig(t, "--slowdown 5 --noise-speed-sd 0.05"), 6))
 	baselines := filepath.Join(filepath.Dir(base), "baselines")
 	a, out, errb := testApp(t)
-	if code := a.run(context.Background(), []string{"calibrate", "-c", base, "--runs", "4", "-o", t.TempDir()}); code != ExitOK {
+	if code := a.run(cmdCtx(t), []string{"calibrate", "-c", base, "--runs", "4", "-o", t.TempDir()}); code != ExitOK {
 		t.Fatalf("calibrate: exit %d\n%s\n%s", code, out, errb)
 	}
 
 	cand := writeConfig(t, withRepeats(startedSimConfig(t, "--slowdown 20"), 6))
 	dir := t.TempDir()
 	a, out, errb = testApp(t)
-	if code := a.run(context.Background(), []string{"run", "-c", cand, "--min-repeats", "2", "--baselines", baselines, "-o", dir}); code != ExitOK {
+	if code := a.run(cmdCtx(t), []string{"run", "-c", cand, "--min-repeats", "2", "--baselines", baselines, "-o", dir}); code != ExitOK {
 		t.Fatalf("run: exit %d\n%s\n%s", code, out, errb)
 	}
 	var n int
@@ -60,7 +59,7 @@ func TestRunRepeatsStopWhenDecided(t *testing.T) {
 
 	a, out, errb = testApp(t)
 	gj := filepath.Join(t.TempDir(), "gate.json")
-	code := a.run(context.Background(), []string{"gate", "-c", cand, "-r", dir, "--baselines", baselines, "--json", gj})
+	code := a.run(cmdCtx(t), []string{"gate", "-c", cand, "-r", dir, "--baselines", baselines, "--json", gj})
 	raw, err := os.ReadFile(gj)
 	if err != nil {
 		t.Fatalf("gate: exit %d, %v\n%s\n%s", code, err, out, errb)
@@ -87,7 +86,7 @@ func TestRunRepeatsStopWhenDecided(t *testing.T) {
 	same := writeConfig(t, withRepeats(startedSimConfig(t, "--slowdown 5 --noise-speed-sd 0.05"), 3))
 	dir2 := t.TempDir()
 	a, out, errb = testApp(t)
-	if code := a.run(context.Background(), []string{"run", "-c", same, "--min-repeats", "3", "--baselines", baselines, "-o", dir2}); code != ExitOK {
+	if code := a.run(cmdCtx(t), []string{"run", "-c", same, "--min-repeats", "3", "--baselines", baselines, "-o", dir2}); code != ExitOK {
 		t.Fatalf("run: exit %d\n%s\n%s", code, out, errb)
 	}
 	rec, err := result.Read(filepath.Join(dir2, "small.t3.json"))
@@ -95,7 +94,7 @@ func TestRunRepeatsStopWhenDecided(t *testing.T) {
 		t.Fatalf("trial 6: %v, repeat_stop %+v: want every repeat run", err, rec)
 	}
 	a, out, errb = testApp(t)
-	if code := a.run(context.Background(), []string{"gate", "-c", same, "-r", dir2, "--baselines", baselines}); code != ExitOK && code != ExitGateFailed {
+	if code := a.run(cmdCtx(t), []string{"gate", "-c", same, "-r", dir2, "--baselines", baselines}); code != ExitOK && code != ExitGateFailed {
 		t.Fatalf("gate of the full repeats: exit %d\n%s\n%s", code, out, errb)
 	}
 }
@@ -113,7 +112,7 @@ func TestGateRefusesMissingTrialsWithoutStop(t *testing.T) {
 		}
 	}
 	a, out, errb := testApp(t)
-	code := a.run(context.Background(), []string{"gate", "-c", cfg, "-r", dir})
+	code := a.run(cmdCtx(t), []string{"gate", "-c", cfg, "-r", dir})
 	if code != ExitBadInput || !strings.Contains(errb.String(), "2 run records with trials [1 2], but repeats is 3") {
 		t.Errorf("exit %d, want %d naming the trials\n%s\n%s", code, ExitBadInput, out, errb)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,7 +69,7 @@ func TestRunAgainstSimulator(t *testing.T) {
 	cfg := writeConfig(t, tinyConfig)
 	dir := t.TempDir()
 	a, out, errb := testApp(t)
-	code := a.run(context.Background(), []string{"run", "-c", cfg, "--target", url, "-o", dir})
+	code := a.run(cmdCtx(t), []string{"run", "-c", cfg, "--target", url, "-o", dir})
 	// A loaded CI machine may push dispatch lag over the 1 ms bound; that is exit 3 with
 	// the record written, which this test accepts. Anything else is a failure.
 	if code != ExitOK && !(code == ExitFailure && strings.Contains(errb.String(), "could not keep")) {
@@ -169,12 +168,7 @@ func TestRunAgainstSimulator(t *testing.T) {
 func TestRunErrors(t *testing.T) {
 	t.Parallel()
 	url := startSim(t, sim.Options{Seed: 1})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := "http://" + l.Addr().String()
-	l.Close()
+	dead := "http://" + freeAddr(t)
 	cases := []struct {
 		name   string
 		config string
@@ -199,7 +193,7 @@ func TestRunErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := writeConfig(t, tc.config)
 			a, out, errb := testApp(t)
-			code := a.run(context.Background(), append([]string{"run", "-c", cfg, "-o", t.TempDir()}, tc.args...))
+			code := a.run(cmdCtx(t), append([]string{"run", "-c", cfg, "-o", t.TempDir()}, tc.args...))
 			if code != tc.code || !strings.Contains(errb.String(), tc.stderr) {
 				t.Errorf("exit %d, want %d; stderr %q lacks %q\nstdout: %s", code, tc.code, errb.String(), tc.stderr, out)
 			}
@@ -245,11 +239,11 @@ func TestRunInterruptedKeepsWhatWasMeasured(t *testing.T) {
 func TestVersionCommand(t *testing.T) {
 	t.Parallel()
 	a, out, _ := testApp(t)
-	if code := a.run(context.Background(), []string{"version"}); code != ExitOK || !strings.HasPrefix(out.String(), "slogate ") {
+	if code := a.run(cmdCtx(t), []string{"version"}); code != ExitOK || !strings.HasPrefix(out.String(), "slogate ") {
 		t.Errorf("exit %d, output %q", code, out)
 	}
 	a, _, errb := testApp(t)
-	if code := a.run(context.Background(), []string{"frobnicate"}); code != ExitBadInput || !strings.Contains(errb.String(), `unknown command "frobnicate"`) {
+	if code := a.run(cmdCtx(t), []string{"frobnicate"}); code != ExitBadInput || !strings.Contains(errb.String(), `unknown command "frobnicate"`) {
 		t.Errorf("exit %d, stderr %q", code, errb)
 	}
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"os"
@@ -38,7 +37,7 @@ func runShards(t *testing.T, cfg, url string, n int, startAt time.Time, stagger 
 		wg.Go(func() {
 			time.Sleep(time.Duration(i) * stagger)
 			a, _, errb := testApp(t)
-			codes[i] = a.run(context.Background(), []string{"run", "-c", cfg, "--target", url, "-o", dir,
+			codes[i] = a.run(cmdCtx(t), []string{"run", "-c", cfg, "--target", url, "-o", dir,
 				"--shard", fmt.Sprintf("%d/%d", i+1, n), "--start-at", startAt.Format(time.RFC3339Nano)})
 			errs[i] = errb.String()
 		})
@@ -62,7 +61,7 @@ func TestSynchronizedShardsMergeToOneRun(t *testing.T) {
 	paths := runShards(t, cfg, url, 3, startAt, 400*time.Millisecond)
 	merged := filepath.Join(t.TempDir(), "small.json")
 	a, out, errb := testApp(t)
-	if code := a.run(context.Background(), append([]string{"merge", "-o", merged}, paths...)); code != ExitOK {
+	if code := a.run(cmdCtx(t), append([]string{"merge", "-o", merged}, paths...)); code != ExitOK {
 		t.Fatalf("merge: exit %d\n%s\n%s", code, out, errb)
 	}
 	m, err := result.Read(merged)
@@ -147,7 +146,7 @@ func TestSynchronizedShardsMergeToOneRun(t *testing.T) {
 	// concurrency (same requests, same engine), and metrics within sampling error.
 	dir := t.TempDir()
 	a, _, errb = testApp(t)
-	if code := a.run(context.Background(), []string{"run", "-c", cfg, "--target", url, "-o", dir}); code != ExitOK {
+	if code := a.run(cmdCtx(t), []string{"run", "-c", cfg, "--target", url, "-o", dir}); code != ExitOK {
 		t.Fatalf("unsharded run: exit %d\n%s", code, errb)
 	}
 	whole, err := result.Read(filepath.Join(dir, "small.json"))
@@ -185,7 +184,7 @@ func TestSynchronizedShardsMergeToOneRun(t *testing.T) {
 	_ = other
 	a, _, errb = testApp(t)
 	// Shard 1/1 against shard 2/3 and 3/3: a different set, refused whatever the reason.
-	if code := a.run(context.Background(), []string{"merge", "-o", merged, other[0], paths[1], paths[2]}); code != ExitBadInput {
+	if code := a.run(cmdCtx(t), []string{"merge", "-o", merged, other[0], paths[1], paths[2]}); code != ExitBadInput {
 		t.Errorf("mismatched shards: exit %d, stderr %q", code, errb)
 	}
 }
@@ -197,7 +196,7 @@ func TestMergeRefusesShardsOfDifferentStarts(t *testing.T) {
 	a := runShards(t, cfg, url, 2, time.Now().Add(2*time.Second), 0)
 	b := runShards(t, cfg, url, 2, time.Now().Add(2*time.Second), 0)
 	app, _, errb := testApp(t)
-	if code := app.run(context.Background(), []string{"merge", "-o", filepath.Join(t.TempDir(), "m.json"), a[0], b[1]}); code != ExitBadInput || !strings.Contains(errb.String(), "start time") {
+	if code := app.run(cmdCtx(t), []string{"merge", "-o", filepath.Join(t.TempDir(), "m.json"), a[0], b[1]}); code != ExitBadInput || !strings.Contains(errb.String(), "start time") {
 		t.Errorf("exit %d, stderr %q", code, errb)
 	}
 }
@@ -211,7 +210,7 @@ func TestLateShardIsRefused(t *testing.T) {
 	// The common start was a second ago: this shard's window opens a second late.
 	dir := t.TempDir()
 	a, _, errb := testApp(t)
-	if code := a.run(context.Background(), []string{"run", "-c", cfg, "--target", url, "-o", dir, "--shard", "1/1", "--start-at", time.Now().Add(-time.Second).Format(time.RFC3339Nano)}); code != ExitOK {
+	if code := a.run(cmdCtx(t), []string{"run", "-c", cfg, "--target", url, "-o", dir, "--shard", "1/1", "--start-at", time.Now().Add(-time.Second).Format(time.RFC3339Nano)}); code != ExitOK {
 		t.Fatalf("exit %d\n%s", code, errb)
 	}
 	rec, err := result.Read(filepath.Join(dir, "small.json"))
@@ -232,7 +231,7 @@ func TestLateShardIsRefused(t *testing.T) {
 	}
 	merged := filepath.Join(t.TempDir(), "small.json")
 	a, _, errb = testApp(t)
-	if code := a.run(context.Background(), []string{"merge", "-o", merged, filepath.Join(dir, "small.json")}); code != ExitOK {
+	if code := a.run(cmdCtx(t), []string{"merge", "-o", merged, filepath.Join(dir, "small.json")}); code != ExitOK {
 		t.Fatalf("merge: exit %d %s", code, errb)
 	}
 	m, _ := result.Read(merged)
@@ -280,7 +279,7 @@ func ciStep(t *testing.T, env map[string]string) (int, string, map[string]string
 	env["GITHUB_OUTPUT"], env["GITHUB_STEP_SUMMARY"] = outFile, filepath.Join(t.TempDir(), "summary")
 	a, out, errb := testApp(t)
 	a.getenv = func(k string) string { return env[k] }
-	code := a.run(context.Background(), []string{"ci"})
+	code := a.run(cmdCtx(t), []string{"ci"})
 	outputs := map[string]string{}
 	data, _ := os.ReadFile(outFile)
 	lines := strings.Split(string(data), "\n")

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -24,7 +23,7 @@ func TestShardedRunMergesToTheWholeSchedule(t *testing.T) {
 	for i := range 3 {
 		wg.Go(func() {
 			a, _, _ := testApp(t)
-			codes[i] = a.run(context.Background(), []string{"run", "-c", cfg, "--target", url, "-o", dirs[i], "--shard", []string{"1/3", "2/3", "3/3"}[i]})
+			codes[i] = a.run(cmdCtx(t), []string{"run", "-c", cfg, "--target", url, "-o", dirs[i], "--shard", []string{"1/3", "2/3", "3/3"}[i]})
 		})
 	}
 	wg.Wait()
@@ -39,7 +38,7 @@ func TestShardedRunMergesToTheWholeSchedule(t *testing.T) {
 	for _, d := range dirs {
 		args = append(args, filepath.Join(d, "small.json"))
 	}
-	if code := a.run(context.Background(), args); code != ExitOK {
+	if code := a.run(cmdCtx(t), args); code != ExitOK {
 		t.Fatalf("merge: exit %d\n%s\n%s", code, out, errb)
 	}
 	rec, err := result.Read(merged)
@@ -64,7 +63,7 @@ func TestShardedRunMergesToTheWholeSchedule(t *testing.T) {
 	}
 	// A set with a shard missing is refused.
 	a, _, errb = testApp(t)
-	if code := a.run(context.Background(), []string{"merge", "-o", merged, filepath.Join(dirs[0], "small.json"), filepath.Join(dirs[1], "small.json")}); code != ExitBadInput {
+	if code := a.run(cmdCtx(t), []string{"merge", "-o", merged, filepath.Join(dirs[0], "small.json"), filepath.Join(dirs[1], "small.json")}); code != ExitBadInput {
 		t.Errorf("incomplete set: exit %d, stderr %q", code, errb)
 	}
 }
@@ -73,7 +72,7 @@ func TestShardRefusesClosedLoop(t *testing.T) {
 	t.Parallel()
 	cfg := writeConfig(t, strings.Replace(tinyConfig, "arrival: {process: poisson, rate: 20}", "arrival: {process: closed, users: 2}", 1))
 	a, _, errb := testApp(t)
-	if code := a.run(context.Background(), []string{"run", "-c", cfg, "--target", "http://127.0.0.1:1", "--shard", "1/2"}); code != ExitBadInput || !strings.Contains(errb.String(), "closed-loop") {
+	if code := a.run(cmdCtx(t), []string{"run", "-c", cfg, "--target", "http://127.0.0.1:1", "--shard", "1/2"}); code != ExitBadInput || !strings.Contains(errb.String(), "closed-loop") {
 		t.Errorf("exit %d, stderr %q", code, errb)
 	}
 }

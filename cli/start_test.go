@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/slogate/slogate/gate"
+	"github.com/slogate/slogate/internal/waittest"
 	"github.com/slogate/slogate/result"
 	"github.com/slogate/slogate/sim"
 )
@@ -28,9 +29,11 @@ import (
 // by start knows how far they vary instead of drawing it from the clock.
 func TestMain(m *testing.M) {
 	if addr := os.Getenv("SLOGATE_TEST_SIM_ADDR"); addr != "" {
+		// A test binary that panics or is killed takes its engines with it.
+		waittest.DieWithParent()
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 		defer stop()
-		o := sim.Options{Seed: 1}
+		o := sim.Options{Seed: 1, Listen: waittest.Listen}
 		fs := flag.NewFlagSet("sim", flag.ExitOnError)
 		o.Bind(fs)
 		_ = fs.Parse(strings.Fields(os.Getenv("SLOGATE_TEST_SIM_ARGS")))
@@ -42,8 +45,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	setParallel()
-	os.Exit(m.Run())
+	waittest.Main(m, testParallel)
 }
 
 // nthStartSeed counts this start in the file counter (one byte appended per start) and
@@ -68,15 +70,9 @@ func nthStartSeed(counter string, seeds []string) int64 {
 	return seed
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+// freeAddr is a loopback address held for t (waittest.HoldPort): nothing answers there
+// until an engine that t starts (TestMain's simulator) serves on it.
+func freeAddr(t *testing.T) string { return waittest.HoldPort(t) }
 
 func TestRunStartsAndStopsTheEngine(t *testing.T) {
 	t.Parallel()
@@ -91,7 +87,7 @@ func TestRunStartsAndStopsTheEngine(t *testing.T) {
 	path := writeConfig(t, cfg)
 	dir := t.TempDir()
 	a, out, errb := testApp(t)
-	if code := a.run(context.Background(), []string{"run", "-c", path, "-o", dir}); code != ExitOK {
+	if code := a.run(cmdCtx(t), []string{"run", "-c", path, "-o", dir}); code != ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errb)
 	}
 	rec, err := result.Read(filepath.Join(dir, "small.json"))
@@ -118,7 +114,7 @@ func TestRunEngineThatNeverGetsReady(t *testing.T) {
 	cfg := strings.Replace(tinyConfig, "target: {api: completions, engine: auto}",
 		"target:\n  url: http://"+freeAddr(t)+"\n  start:\n    command: [sh, -c, \"echo CUDA out of memory; exit 1\"]\n    ready_timeout: 30s", 1)
 	a, _, errb := testApp(t)
-	code := a.run(context.Background(), []string{"run", "-c", writeConfig(t, cfg), "-o", t.TempDir()})
+	code := a.run(cmdCtx(t), []string{"run", "-c", writeConfig(t, cfg), "-o", t.TempDir()})
 	if code != ExitFailure || !strings.Contains(errb.String(), "exited before it was ready") || !strings.Contains(errb.String(), "CUDA out of memory") {
 		t.Errorf("exit %d, stderr %q", code, errb)
 	}
@@ -133,7 +129,7 @@ func TestRunRecordsEngineStartup(t *testing.T) {
 	path := writeConfig(t, startedSimConfig(t, "--start-time 300ms"))
 	dir := t.TempDir()
 	a, out, errb := testApp(t)
-	if code := a.run(context.Background(), []string{"run", "-c", path, "-o", dir}); code != ExitOK {
+	if code := a.run(cmdCtx(t), []string{"run", "-c", path, "-o", dir}); code != ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errb)
 	}
 	rec, err := result.Read(filepath.Join(dir, "small.json"))
@@ -191,7 +187,7 @@ func TestRunRecordsEngineStartup(t *testing.T) {
 	} {
 		a, out, errb := testApp(t)
 		args := append([]string{"capacity", "-r", filepath.Join(dir, "small.json"), "--peak-rps", "10", "--gpu-hour-usd", "2"}, c.args...)
-		if code := a.run(context.Background(), args); code != c.code || !strings.Contains(out.String()+errb.String(), c.want) {
+		if code := a.run(cmdCtx(t), args); code != c.code || !strings.Contains(out.String()+errb.String(), c.want) {
 			t.Errorf("%v: exit %d, want %d and %q\n%s%s", c.args, code, c.code, c.want, out, errb)
 		}
 	}
@@ -203,7 +199,7 @@ func TestRunEngineReadyTimeout(t *testing.T) {
 	t.Parallel()
 	cfg := strings.Replace(startedSimConfig(t, "--start-time 60s"), "ready_timeout: 60s", "ready_timeout: 1s", 1)
 	a, _, errb := testApp(t)
-	code := a.run(context.Background(), []string{"run", "-c", writeConfig(t, cfg), "-o", t.TempDir()})
+	code := a.run(cmdCtx(t), []string{"run", "-c", writeConfig(t, cfg), "-o", t.TempDir()})
 	if code != ExitFailure || !strings.Contains(errb.String(), "not ready") || !strings.Contains(errb.String(), "ready_timeout") ||
 		!strings.Contains(errb.String(), "vLLM API server version") {
 		t.Errorf("exit %d, stderr %q", code, errb)
@@ -228,7 +224,7 @@ func TestGateEngineStart(t *testing.T) {
 	run := func(args ...string) (int, string) {
 		t.Helper()
 		a, out, errb := testApp(t)
-		code := a.run(context.Background(), args)
+		code := a.run(cmdCtx(t), args)
 		return code, out.String() + errb.String()
 	}
 	base, cand := filepath.Join(dir, "base"), filepath.Join(dir, "cand")

@@ -129,7 +129,7 @@ func TestSweepFindsAnalyticalCapacity(t *testing.T) {
 	}
 	// The worksheet reads the sweep.
 	a, out, errb := testApp(t)
-	if code := a.run(context.Background(), []string{"capacity", "-r", filepath.Join(dir, "cap.sweep.json"), "--peak-rps", fmt.Sprint(10 * got)}); code != ExitOK {
+	if code := a.run(cmdCtx(t), []string{"capacity", "-r", filepath.Join(dir, "cap.sweep.json"), "--peak-rps", fmt.Sprint(10 * got)}); code != ExitOK {
 		t.Fatalf("capacity: exit %d; %s", code, errb)
 	}
 	if !strings.Contains(out.String(), "GPUs required: 10 (throughput-bound)") {
@@ -146,7 +146,7 @@ func TestSweepClientLimited(t *testing.T) {
 	cfg := writeConfig(t, strings.Replace(sweepConfig, "max_dispatch_lag: 100ms", "max_dispatch_lag: 1us", 1))
 	dir := t.TempDir()
 	a, out, errb := testApp(t)
-	code := a.run(context.Background(), []string{"sweep", "-c", cfg, "-w", "cap", "--target", url, "-o", dir,
+	code := a.run(cmdCtx(t), []string{"sweep", "-c", cfg, "-w", "cap", "--target", url, "-o", dir,
 		"--min-rate", "50", "--step-requests", "40"})
 	if code != ExitFailure {
 		t.Fatalf("exit %d, want 3\nstdout %s\nstderr %s", code, out, errb)
@@ -197,7 +197,7 @@ func TestSweepBadInput(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			a, out, errb := testApp(t)
-			code := a.run(context.Background(), append([]string{"sweep", "-o", t.TempDir()}, tc.args...))
+			code := a.run(cmdCtx(t), append([]string{"sweep", "-o", t.TempDir()}, tc.args...))
 			if code != ExitBadInput || !strings.Contains(errb.String(), tc.stderr) {
 				t.Errorf("exit %d, want 2; stderr %q lacks %q\nstdout: %s", code, errb, tc.stderr, out)
 			}

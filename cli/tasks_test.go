@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -52,7 +51,7 @@ capacity: {peak_rps: 20, target_utilization: 80%, gpu_hour_usd: 2}
 		t.Helper()
 		url := startSim(t, sim.Options{Seed: 1, Faults: sim.Faults{ErrorRate: errorRate}})
 		a, out, errb := testApp(t)
-		if code := a.run(context.Background(), []string{"run", "-q", "-c", cfg, "--target", url, "-o", dir}); code != ExitOK {
+		if code := a.run(cmdCtx(t), []string{"run", "-q", "-c", cfg, "--target", url, "-o", dir}); code != ExitOK {
 			t.Fatalf("run against an engine failing %.0f%%: exit %d\nstdout:\n%s\nstderr:\n%s", 100*errorRate, code, out, errb)
 		}
 		rec, err := result.Read(filepath.Join(dir, "agent.json"))
@@ -104,7 +103,7 @@ capacity: {peak_rps: 20, target_utilization: 80%, gpu_hour_usd: 2}
 	}
 
 	a, out, errb := testApp(t)
-	if code := a.run(context.Background(), []string{"baseline", "update", "-c", cfg, "-r", baseDir}); code != ExitOK {
+	if code := a.run(cmdCtx(t), []string{"baseline", "update", "-c", cfg, "-r", baseDir}); code != ExitOK {
 		t.Fatalf("baseline update: exit %d\n%s\n%s", code, out, errb)
 	}
 	bl, err := os.ReadFile(filepath.Join(filepath.Dir(cfg), "baselines", "agent", "sim.json"))
@@ -119,7 +118,7 @@ capacity: {peak_rps: 20, target_utilization: 80%, gpu_hour_usd: 2}
 	same := t.TempDir()
 	run(0.15, same)
 	a, out, errb = testApp(t)
-	if code := a.run(context.Background(), []string{"gate", "-c", cfg, "-r", same}); code != ExitOK {
+	if code := a.run(cmdCtx(t), []string{"gate", "-c", cfg, "-r", same}); code != ExitOK {
 		t.Errorf("gate, same engine: exit %d, want pass\n%s\n%s", code, out, errb)
 	}
 
@@ -133,7 +132,7 @@ capacity: {peak_rps: 20, target_utilization: 80%, gpu_hour_usd: 2}
 	}
 	jsonOut := filepath.Join(candDir, "gate.json")
 	a, out, errb = testApp(t)
-	if code := a.run(context.Background(), []string{"gate", "-c", cfg, "-r", candDir, "--json", jsonOut}); code != ExitGateFailed {
+	if code := a.run(cmdCtx(t), []string{"gate", "-c", cfg, "-r", candDir, "--json", jsonOut}); code != ExitGateFailed {
 		t.Fatalf("gate, failing engine: exit %d, want %d\n%s\n%s", code, ExitGateFailed, out, errb)
 	}
 	var res gate.Result
@@ -160,7 +159,7 @@ capacity: {peak_rps: 20, target_utilization: 80%, gpu_hour_usd: 2}
 	// The comment states the tasks.
 	md := filepath.Join(candDir, "comment.md")
 	a, out, errb = testApp(t)
-	if code := a.run(context.Background(), []string{"report", "-r", candDir, "--markdown", md}); code != ExitOK {
+	if code := a.run(cmdCtx(t), []string{"report", "-r", candDir, "--markdown", md}); code != ExitOK {
 		t.Fatalf("report: exit %d\n%s\n%s", code, out, errb)
 	}
 	comment, err := os.ReadFile(md)
@@ -173,7 +172,7 @@ capacity: {peak_rps: 20, target_utilization: 80%, gpu_hour_usd: 2}
 
 	// The worksheet prices a completed task: GPU-s per request × requests per task.
 	a, out, errb = testApp(t)
-	if code := a.run(context.Background(), []string{"capacity", "-r", filepath.Join(baseDir, "agent.json"), "-c", cfg}); code != ExitOK {
+	if code := a.run(cmdCtx(t), []string{"capacity", "-r", filepath.Join(baseDir, "agent.json"), "-c", cfg}); code != ExitOK {
 		t.Fatalf("capacity: exit %d\n%s\n%s", code, out, errb)
 	}
 	if !strings.Contains(out.String(), "per completed task") || !strings.Contains(out.String(), "cost per completed task") {

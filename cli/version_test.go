@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -48,7 +47,7 @@ func TestVersionPrintsStamps(t *testing.T) {
 	t.Cleanup(func() { Version, Commit, Date = old[0], old[1], old[2] })
 	Version, Commit, Date = "v9.8.7", "0123456789abcdef", "2026-12-01T19:30:00Z"
 	a, out, _ := testApp(t)
-	if code := a.run(context.Background(), []string{"version"}); code != ExitOK {
+	if code := a.run(cmdCtx(t), []string{"version"}); code != ExitOK {
 		t.Fatalf("exit %d", code)
 	}
 	want := "slogate v9.8.7 (commit 0123456789abcdef, built 2026-12-01T19:30:00Z, go"

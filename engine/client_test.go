@@ -78,6 +78,7 @@ func checkTimes(t *testing.T, res *Result) {
 // role-only first chunk, an empty finish chunk, a choices:[] usage chunk), which must
 // not count as content chunks.
 func TestStreamFixtures(t *testing.T) {
+	t.Parallel()
 	type want struct {
 		events       int // data events other than [DONE], for the record
 		chunks       int
@@ -189,6 +190,7 @@ const (
 )
 
 func TestStreamOutcomes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		handler http.HandlerFunc
@@ -350,6 +352,7 @@ func wantDetail(sub string) func(*testing.T, *Result) {
 // A server that keeps the connection open after [DONE] must not hold Stream until the
 // deadline: the response is complete.
 func TestStreamHeldOpenAfterDone(t *testing.T) {
+	t.Parallel()
 	srv := newServer(t, func(rw http.ResponseWriter, r *http.Request) {
 		sseBody(rw, tok, finish, "data: [DONE]")
 		stall(r)
@@ -367,6 +370,7 @@ func TestStreamHeldOpenAfterDone(t *testing.T) {
 }
 
 func TestStreamConnectRefused(t *testing.T) {
+	t.Parallel()
 	addr := freeAddr(t)
 	res := stream(t, NewClient(ClientOptions{BaseURL: "http://" + addr}), plainReq)
 	if res.ErrReason != ErrConnect || res.Status != 0 || res.ErrDetail == "" {
@@ -376,6 +380,7 @@ func TestStreamConnectRefused(t *testing.T) {
 }
 
 func TestStreamCanceled(t *testing.T) {
+	t.Parallel()
 	sent := make(chan struct{})
 	srv := newServer(t, func(rw http.ResponseWriter, r *http.Request) {
 		sseBody(rw, tok)
@@ -400,6 +405,8 @@ func TestStreamCanceled(t *testing.T) {
 // TestStreamHugeLine sends a 10 MB line: the client must stop at MaxLineBytes without
 // buffering the line. It is not parallel: it reads the process's allocation count.
 func TestStreamHugeLine(t *testing.T) {
+	// It measures the whole process (its heap, resident memory or goroutines): not
+	// parallel.
 	const lineSize = 10 << 20
 	piece := bytes.Repeat([]byte("a"), 64<<10)
 	wrote := make(chan int64, 1)
@@ -444,6 +451,7 @@ func TestStreamHugeLine(t *testing.T) {
 // client read that is late by d shortens the next gap by d (to zero when two chunks
 // are read together), so two of the nine gaps may be short on a loaded machine.
 func TestStreamGaps(t *testing.T) {
+	t.Parallel()
 	const n = 10
 	srv := newServer(t, func(rw http.ResponseWriter, r *http.Request) {
 		rw.Header().Set("Content-Type", "text/event-stream")
@@ -484,6 +492,7 @@ func TestStreamGaps(t *testing.T) {
 // its event is parsed: no gap is zero, none is long. A client that stamped each read
 // would record nine zero gaps.
 func TestStreamGapsCoalesced(t *testing.T) {
+	t.Parallel()
 	const n = 10
 	srv := newServer(t, func(rw http.ResponseWriter, r *http.Request) {
 		rw.Header().Set("Content-Type", "text/event-stream")
@@ -508,6 +517,7 @@ func TestStreamGapsCoalesced(t *testing.T) {
 }
 
 func TestStreamAPIKey(t *testing.T) {
+	t.Parallel()
 	const key = "sk-test-0123456789SECRET"
 	var gotAuth []string
 	srv := newServer(t, func(rw http.ResponseWriter, r *http.Request) {
@@ -548,6 +558,7 @@ func TestStreamAPIKey(t *testing.T) {
 }
 
 func TestStreamRequest(t *testing.T) {
+	t.Parallel()
 	type seen struct {
 		method, path, contentType, accept string
 		body                              map[string]any
@@ -625,6 +636,7 @@ func TestStreamRequest(t *testing.T) {
 }
 
 func TestExtraBodyUnencodable(t *testing.T) {
+	t.Parallel()
 	c := NewClient(ClientOptions{BaseURL: "http://127.0.0.1:1", ExtraBody: map[string]any{"bad": func() {}}})
 	res := stream(t, c, plainReq)
 	if res.ErrReason != ErrConnect || !strings.Contains(res.ErrDetail, `"bad"`) {
@@ -635,6 +647,7 @@ func TestExtraBodyUnencodable(t *testing.T) {
 // TestAppendJSONString compares the hand-written escaper with encoding/json on tricky
 // and on every single-byte string.
 func TestAppendJSONString(t *testing.T) {
+	t.Parallel()
 	inputs := []string{"", "plain", `"\`, "\u2028\u2029", "<script>&", "\xed\xa0\x80", "a\xffb", "\x7f", "\U0010ffff", "é\xc3"}
 	for b := 0; b < 256; b++ {
 		inputs = append(inputs, string([]byte{byte(b)}), "x"+string([]byte{byte(b)})+"y")
@@ -656,6 +669,7 @@ func TestAppendJSONString(t *testing.T) {
 }
 
 func TestEpoch(t *testing.T) {
+	t.Parallel()
 	wall := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC) // no monotonic reading
 	c := NewClient(ClientOptions{Epoch: wall})
 	if !c.Epoch().Equal(wall) {
@@ -677,6 +691,7 @@ func TestEpoch(t *testing.T) {
 // TestStreamReuse runs requests one after another on one client and one Result: the
 // connection and the reader are reused, and Reset clears the previous request.
 func TestStreamReuse(t *testing.T) {
+	t.Parallel()
 	var conns atomic.Int32
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("fail") != "" {
@@ -731,6 +746,8 @@ func ExampleClient_Stream() {
 // for SSE (a few KiB per connection, not the 32 KiB read and 32 KiB write buffers of bulk
 // transfer, over 80 KiB a stream with the line reader's) keep it well under 48 KiB.
 func TestStreamMemoryPerOpenStream(t *testing.T) {
+	// It measures the whole process (its heap, resident memory or goroutines): not
+	// parallel.
 	const n = 200
 	release := make(chan struct{})
 	var started sync.WaitGroup
@@ -776,6 +793,7 @@ func TestStreamMemoryPerOpenStream(t *testing.T) {
 // TestStreamGapsAllocatedOnce: the gaps of a full answer fit the buffer allocated before
 // the stream, so that it never grows through a series of discarded copies.
 func TestStreamGapsAllocatedOnce(t *testing.T) {
+	t.Parallel()
 	const n = 20
 	srv := newServer(t, func(rw http.ResponseWriter, r *http.Request) {
 		rw.Header().Set("Content-Type", "text/event-stream")

@@ -96,6 +96,7 @@ func response() string {
 // keep-alive: the next request on that connection must be retried on a fresh one (it was
 // never read), never counted as an error, never sent twice.
 func TestStreamServerClosesAfterResponse(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		// linger: the server closes that long after a response, or as soon as the next
@@ -160,6 +161,7 @@ func TestStreamServerClosesAfterResponse(t *testing.T) {
 // A server that reads the second request on a connection and then dies: that request
 // may have been acted on, so it is an error, and it is never sent again.
 func TestStreamServerDiesAfterReading(t *testing.T) {
+	t.Parallel()
 	srv := newRawServer(t, func(s *rawServer, c net.Conn, br *bufio.Reader) {
 		if _, ok := s.read(br); !ok {
 			return
@@ -188,6 +190,7 @@ func TestStreamServerDiesAfterReading(t *testing.T) {
 // A connection dialed inside a request is reported with the request; connections dialed
 // ahead are not, and the note says how many were dialed.
 func TestPrepareConns(t *testing.T) {
+	t.Parallel()
 	srv := newServer(t, func(rw http.ResponseWriter, r *http.Request) { sseBody(rw, tok, finish, "data: [DONE]") })
 	c := NewClient(ClientOptions{BaseURL: srv.URL})
 	first := stream(t, c, plainReq)
@@ -222,6 +225,7 @@ func TestPrepareConns(t *testing.T) {
 // spares redialed in the background are bounded (32), not as many again inside
 // the measured window.
 func TestPrepareConnsBoundsRefill(t *testing.T) {
+	t.Parallel()
 	const n = 60
 	release := make(chan struct{})
 	var started sync.WaitGroup

@@ -21,6 +21,8 @@ import (
 // connection from an idle one: one goroutine per stream (the caller's), where
 // net/http's transport adds a reader and a writer per connection.
 func TestStreamOneGoroutinePerStream(t *testing.T) {
+	// It measures the whole process (its heap, resident memory or goroutines): not
+	// parallel.
 	if !peekSupported {
 		t.Skip("the transport serves streams on this platform")
 	}
@@ -66,6 +68,7 @@ func TestStreamOneGoroutinePerStream(t *testing.T) {
 
 // Over TLS the path does the handshake itself and reuses the connection.
 func TestStreamTLS(t *testing.T) {
+	t.Parallel()
 	var conns atomic.Int32
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		sseBody(rw, tok, tok, finish, "data: [DONE]")
@@ -105,6 +108,7 @@ func TestStreamTLS(t *testing.T) {
 // final one are passed over; a response with bytes after its end, or one that asks to
 // close, leaves its connection unused.
 func TestStreamResponseFraming(t *testing.T) {
+	t.Parallel()
 	t.Run("endless headers", func(t *testing.T) {
 		srv := newRawServer(t, func(s *rawServer, c net.Conn, br *bufio.Reader) {
 			if _, ok := s.read(br); !ok {
@@ -184,6 +188,7 @@ func TestStreamResponseFraming(t *testing.T) {
 // A request whose context ends while its response streams is cut at once, and its
 // connection is not reused.
 func TestStreamH1CanceledNotReused(t *testing.T) {
+	t.Parallel()
 	srv := newRawServer(t, func(s *rawServer, c net.Conn, br *bufio.Reader) {
 		for {
 			p, ok := s.read(br)

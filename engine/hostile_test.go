@@ -13,6 +13,7 @@ import (
 // request's chunk bound: the result keeps a bounded number of chunks and gaps, and the
 // overrun is an error of its own.
 func TestStreamChunkOverrun(t *testing.T) {
+	t.Parallel()
 	srv := newServer(t, func(rw http.ResponseWriter, r *http.Request) {
 		rw.Header().Set("Content-Type", "text/event-stream")
 		w := bufio.NewWriter(rw)
@@ -49,6 +50,7 @@ func TestStreamChunkOverrun(t *testing.T) {
 // An engine that sends its response headers and dies is a disconnect, not a malformed
 // answer.
 func TestStreamDiesAfterHeaders(t *testing.T) {
+	t.Parallel()
 	srv := newServer(t, func(rw http.ResponseWriter, r *http.Request) {
 		conn, buf, err := rw.(http.Hijacker).Hijack()
 		if err != nil {
@@ -71,6 +73,7 @@ func TestStreamDiesAfterHeaders(t *testing.T) {
 // KV capacity factors from a broken or hostile page never wrap around to a negative
 // capacity: the product is checked, and the capacity left unknown with a note.
 func TestKVCapacityOverflow(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, engine string
 		h            http.HandlerFunc

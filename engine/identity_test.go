@@ -37,6 +37,7 @@ func fakeEngine(t *testing.T, routes map[string]string) string {
 const llama8b = "meta-llama/Llama-3.1-8B-Instruct"
 
 func TestIdentifyEngines(t *testing.T) {
+	t.Parallel()
 	models := func(owned string, maxLen int) string {
 		s := `{"object":"list","data":[{"id":"` + llama8b + `","object":"model","owned_by":"` + owned + `","root":"` + llama8b + `"`
 		if maxLen > 0 {
@@ -183,6 +184,7 @@ func TestIdentifyEngines(t *testing.T) {
 }
 
 func TestIdentifyUnreachable(t *testing.T) {
+	t.Parallel()
 	addr := freeAddr(t)
 	_, err := Identify(context.Background(), IdentifyOptions{BaseURL: "http://" + addr})
 	if err == nil || !strings.Contains(err.Error(), "engine unreachable") {
@@ -191,6 +193,7 @@ func TestIdentifyUnreachable(t *testing.T) {
 }
 
 func TestVersionTextIsUntrusted(t *testing.T) {
+	t.Parallel()
 	// A hostile or broken engine: control characters, a bidi override, and 10 kB of text.
 	long := strings.Repeat("A", 10000)
 	url := fakeEngine(t, map[string]string{
@@ -213,6 +216,7 @@ func TestVersionTextIsUntrusted(t *testing.T) {
 }
 
 func TestCleanText(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ in, want string }{
 		{"0.6.5", "0.6.5"},         // ordinary text untouched
 		{"  a \t\n b  ", "a b"},    // whitespace collapsed and trimmed
@@ -258,6 +262,7 @@ type idFacts struct {
 // runs 4 slots over one unified 2,048-token cache, and /props then says n_ctx 2048 per
 // slot, which n_ctx × slots turned into 8,192.
 func TestLlamaCppKVSharing(t *testing.T) {
+	t.Parallel()
 	yes, no := true, false
 	cases := []struct {
 		name         string

@@ -2,11 +2,12 @@ package engine
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"os"
 	"testing"
 	"time"
+
+	"github.com/slogate/slogate/internal/waittest"
 )
 
 // TestMain lets the test binary play an engine that Launch starts: with
@@ -28,28 +29,24 @@ func TestMain(m *testing.M) {
 		mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, _ *http.Request) {
 			w.Write([]byte(`{"object":"list","data":[{"id":"stories260k","object":"model"}]}`))
 		})
-		_ = http.ListenAndServe(addr, mux)
+		waittest.DieWithParent()
+		if l, err := waittest.Listen(addr); err == nil {
+			_ = http.Serve(l, mux)
+		}
 		os.Exit(1)
 	}
-	os.Exit(m.Run())
+	waittest.Main(m, 8)
 }
 
-// freeAddr is a loopback address that nothing listens on: a port the system gave out
-// and took back.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+// freeAddr is a loopback address held for t (waittest.HoldPort): nothing answers there
+// until an engine that t starts (TestMain's loading server) serves on it.
+func freeAddr(t *testing.T) string { return waittest.HoldPort(t) }
 
 // TestLaunchWaitsForHealth: an engine that lists its model while /health still answers
 // 503 (llama.cpp loading) is not ready until /health answers 200: the start records
 // /health's time, and ready is that, not the first listing of the model.
 func TestLaunchWaitsForHealth(t *testing.T) {
+	t.Parallel()
 	addr := freeAddr(t)
 	self, err := os.Executable()
 	if err != nil {

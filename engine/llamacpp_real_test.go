@@ -14,6 +14,7 @@ import (
 // slot's context, the slots, a KV capacity of what the server really holds, and the
 // metrics this build exports. Skipped unless SLOGATE_LLAMACPP_URL is set.
 func TestLlamaCppRealIdentity(t *testing.T) {
+	t.Parallel()
 	url := os.Getenv("SLOGATE_LLAMACPP_URL")
 	if url == "" {
 		t.Skip("SLOGATE_LLAMACPP_URL is not set: no llama-server to test against (scripts/llamacpp-test.sh starts one)")

@@ -13,6 +13,7 @@ import (
 // A multi-turn request sends its messages in order, roles and contents as given, and
 // gets back the generated text decoded, escapes and all, without the reasoning deltas.
 func TestMessagesAndCapturedText(t *testing.T) {
+	t.Parallel()
 	var body []byte
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
 		body, _ = io.ReadAll(r.Body)

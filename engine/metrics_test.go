@@ -27,6 +27,7 @@ vllm:prefix_cache_hits_total -Inf
 `
 
 func TestScrapeDropsNonFinite(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte(nonFinitePage))
 	}))

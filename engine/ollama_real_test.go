@@ -93,6 +93,7 @@ func (s *ollamaShow) int(key string) int64 {
 }
 
 func TestOllamaRealIdentify(t *testing.T) {
+	t.Parallel()
 	url, parallel := realOllama(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -173,6 +174,7 @@ func TestOllamaRealIdentify(t *testing.T) {
 }
 
 func TestOllamaRealStream(t *testing.T) {
+	t.Parallel()
 	url, _ := realOllama(t)
 	const maxTokens = 32
 	// Greedy decoding with a fixed seed, so that a second, non-streaming request generates

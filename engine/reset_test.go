@@ -9,6 +9,7 @@ import (
 )
 
 func TestResetPrefixCache(t *testing.T) {
+	t.Parallel()
 	var got []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got = append(got, r.Method+" "+r.URL.Path+" "+r.Header.Get("Authorization"))

@@ -16,6 +16,7 @@ import (
 )
 
 func TestParseChunk(t *testing.T) {
+	t.Parallel()
 	type want struct {
 		content            bool
 		finish             string // "" for none
@@ -124,6 +125,7 @@ func TestParseChunk(t *testing.T) {
 }
 
 func TestParseChunkMalformed(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		p      string
 		reject bool
@@ -254,6 +256,7 @@ func fixtureFiles(tb testing.TB) []string {
 }
 
 func TestLineReader(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		in      string
@@ -306,6 +309,7 @@ func TestLineReader(t *testing.T) {
 // TestLineReaderGrowsAndCompacts feeds lines longer than the initial buffer, so the
 // buffer must grow, and many short ones, so it must compact.
 func TestLineReaderGrowsAndCompacts(t *testing.T) {
+	t.Parallel()
 	var in strings.Builder
 	var want []string
 	for i := 0; i < 2000; i++ {

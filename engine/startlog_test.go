@@ -11,6 +11,7 @@ import (
 // TestStartLogFixtures reads each engine's startup log and checks the phases found, in
 // order, with their durations.
 func TestStartLogFixtures(t *testing.T) {
+	t.Parallel()
 	type phase struct {
 		name    string
 		seconds float64
@@ -60,6 +61,7 @@ func TestStartLogFixtures(t *testing.T) {
 // TestStartLogSeenTiming: llama.cpp's load is the time between reading its two lines,
 // however the output was cut into writes; a line split over writes counts when it ends.
 func TestStartLogSeenTiming(t *testing.T) {
+	t.Parallel()
 	t0 := time.Unix(1000, 0)
 	now := t0
 	l := NewStartLog(t0, func() time.Time { return now })
@@ -78,6 +80,7 @@ func TestStartLogSeenTiming(t *testing.T) {
 // TestStartLogIgnoresUnknown: lines of no known format, malformed numbers and endless
 // lines are ignored, never an error, and keep no phase.
 func TestStartLogIgnoresUnknown(t *testing.T) {
+	t.Parallel()
 	l := NewStartLog(time.Now(), nil)
 	for _, s := range []string{
 		"Loading weights took a while\n",             // no number

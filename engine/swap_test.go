@@ -68,6 +68,7 @@ func serveExchange(t *testing.T, x exchange) string {
 // TestSwapClientFixtures drives each call against the engine's answer read from its
 // source: the exact request (method, path, body) and what the client makes of the answer.
 func TestSwapClientFixtures(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, c := range []struct {
 		fixture string
@@ -116,6 +117,7 @@ func TestSwapClientFixtures(t *testing.T) {
 // TestSwapClientFailures: what is the deployment's to fix (bad input) against what is
 // the engine's failure.
 func TestSwapClientFailures(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	serve := func(h http.HandlerFunc) *SwapClient {
 		ts := httptest.NewServer(h)

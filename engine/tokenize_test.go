@@ -49,6 +49,7 @@ func llamaTokenize(rw http.ResponseWriter, r *http.Request) {
 }
 
 func TestCountTokens(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		handler  http.HandlerFunc
@@ -112,6 +113,7 @@ func TestCountTokens(t *testing.T) {
 
 // A connection failure is not "no tokenizer": the caller must not silently estimate.
 func TestCountTokensUnreachable(t *testing.T) {
+	t.Parallel()
 	addr := freeAddr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -124,6 +126,8 @@ func TestCountTokensUnreachable(t *testing.T) {
 // A tokenize endpoint that takes the request and never answers fails within the call's
 // own deadline, naming the endpoint, even when the caller's context has none.
 func TestCountTokensStalled(t *testing.T) {
+	// It shortens tokenizeTimeout: not parallel, so it runs and puts it back before any
+	// parallel test starts.
 	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)

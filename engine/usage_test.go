@@ -12,6 +12,7 @@ import (
 // An answer without generated text is an error with its own reason, however politely it
 // ended.
 func TestStreamEmptyAnswers(t *testing.T) {
+	t.Parallel()
 	role := `data: {"choices":[{"index":0,"delta":{"role":"assistant"},"finish_reason":null}]}`
 	tests := []struct {
 		name   string
@@ -42,6 +43,7 @@ func TestStreamEmptyAnswers(t *testing.T) {
 
 // Usage that contradicts what was sent or seen is flagged and not used.
 func TestStreamUsageChecks(t *testing.T) {
+	t.Parallel()
 	usage := func(prompt, completion string) string {
 		return `data: {"choices":[{"text":"","finish_reason":"length"}],"usage":{"prompt_tokens":` + prompt + `,"completion_tokens":` + completion + `}}`
 	}
@@ -80,6 +82,7 @@ func TestStreamUsageChecks(t *testing.T) {
 // Per-chunk token counts come from a cumulative usage in every content chunk, and only
 // then.
 func TestStreamChunkTokens(t *testing.T) {
+	t.Parallel()
 	chunk := func(text string, completion int) string {
 		return `data: {"choices":[{"text":"` + text + `","finish_reason":null}],"usage":{"prompt_tokens":4,"completion_tokens":` + strconv.Itoa(completion) + `}}`
 	}

@@ -71,6 +71,7 @@ func closingServer(t *testing.T) (url string, count func(string) int) {
 // A run against a server that closes after every response: no errors, no request sent
 // twice, connections dialed before the window, and the record says what the server does.
 func TestRunServerClosesAfterResponse(t *testing.T) {
+	t.Parallel()
 	url, count := closingServer(t)
 	c := engine.NewClient(engine.ClientOptions{BaseURL: url, Model: "m"})
 	for _, closed := range []bool{false, true} {
@@ -118,6 +119,7 @@ func TestRunServerClosesAfterResponse(t *testing.T) {
 // An open loop dials ahead the requests it will have in flight (rate × the warm-up's
 // median duration, half again for bursts), at least 32, at most its requests.
 func TestOpenConns(t *testing.T) {
+	t.Parallel()
 	// A cold start (the first), two of 0.3 s, and a failure that does not count.
 	warm := []result.Request{{SchedUS: 0, EndUS: 20_000_000}, {SchedUS: 0, EndUS: 300_000}, {SchedUS: 0, EndUS: 300_000}, {Error: "timeout", SchedUS: 0, EndUS: 60_000_000}}
 	for _, tc := range []struct {

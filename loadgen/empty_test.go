@@ -18,6 +18,7 @@ import (
 // 10^12 output tokens: the run must read 50% errors, never "completed 40/40, SLO
 // attainment 100%", and no TPOT of 0 (tokens come 2 ms apart: TPOT ≈ 2 ms, not 2 ps).
 func TestEmptyAnswersAreErrors(t *testing.T) {
+	t.Parallel()
 	var n atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)

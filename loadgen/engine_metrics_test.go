@@ -18,6 +18,7 @@ import (
 )
 
 func TestEngineSamplerSummarizes(t *testing.T) {
+	t.Parallel()
 	var n atomic.Int64
 	s := &EngineSampler{
 		Every: 10 * time.Millisecond,
@@ -78,6 +79,7 @@ func TestEngineSamplerSummarizes(t *testing.T) {
 }
 
 func TestEngineSamplerAbsentMetricsAreNotZeros(t *testing.T) {
+	t.Parallel()
 	// An engine that exports only a queue gauge: the rest stays absent, with a note.
 	s := &EngineSampler{Every: time.Hour, Epoch: time.Now(), Scrape: func(ctx context.Context) (engine.Snapshot, error) {
 		return engine.Snapshot{QueueDepth: engine.Value{V: 2, OK: true}}, nil
@@ -111,6 +113,7 @@ func TestEngineSamplerAbsentMetricsAreNotZeros(t *testing.T) {
 // record is still written, those samples are gaps with a note, and the counter delta
 // survives a scrape that dropped it.
 func TestEngineSamplerNonFiniteMetricsKeepTheRecord(t *testing.T) {
+	t.Parallel()
 	var n atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		k := n.Add(1)
@@ -182,6 +185,7 @@ func (c *countingEngine) Stream(ctx context.Context, req *engine.Request, res *e
 // answers the first scrape late (llama.cpp queues /metrics behind the requests). The first
 // scrape is taken before the first measured request is sent.
 func TestEngineTokensCoverExactlyTheMeasuredRequests(t *testing.T) {
+	t.Parallel()
 	epoch := time.Now()
 	eng := &countingEngine{f: newFake(epoch, 2*time.Millisecond, 3, time.Millisecond, false)}
 	var scrapes atomic.Int64

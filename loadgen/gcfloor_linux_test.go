@@ -31,6 +31,8 @@ func rssKB(t *testing.T) int64 {
 // The ballast must move the collector's goal, not the process's resident memory, however
 // many runs hold it.
 func TestGCFloorIsNotResident(t *testing.T) {
+	// It measures the whole process (its heap, resident memory or goroutines): not
+	// parallel.
 	runtime.GC()
 	before := rssKB(t)
 	var stats runtime.MemStats

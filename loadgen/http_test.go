@@ -58,6 +58,7 @@ func clientConfig(srv *httptest.Server, src Source) Config {
 // TestRealClient drives an SSE server through engine.Client at a constant 50 req/s:
 // the timelines must show the server's 30 ms prefill and 5 ms token gaps.
 func TestRealClient(t *testing.T) {
+	t.Parallel()
 	srv := sseServer(t, 30*time.Millisecond, 5*time.Millisecond, 10, nil)
 	out := run(t, clientConfig(srv, &fakeSource{arrivals: constant(50, 100)}))
 	if len(out.Measured) != 100 {
@@ -92,6 +93,7 @@ func TestRealClient(t *testing.T) {
 // (capacity 20 req/s), driven at 40 req/s. The open loop keeps sending on schedule, so
 // the queue, and TTFT measured from the scheduled time, grow through the run.
 func TestRealClientQueueing(t *testing.T) {
+	t.Parallel()
 	srv := sseServer(t, 50*time.Millisecond, 0, 1, make(chan struct{}, 1))
 	out := run(t, clientConfig(srv, &fakeSource{arrivals: constant(40, 40)}))
 	ttft := ttftsUS(out.Measured)

@@ -49,6 +49,7 @@ func ttftsUS(rs []result.Request) []int64 {
 }
 
 func TestConfigErrors(t *testing.T) {
+	t.Parallel()
 	epoch := time.Now()
 	open := &fakeSource{arrivals: constant(10, 3)}
 	good := baseConfig(newFake(epoch, 0, 1, 0, false), open, epoch)
@@ -107,6 +108,7 @@ func TestConfigErrors(t *testing.T) {
 }
 
 func TestOpenLoopSchedule(t *testing.T) {
+	t.Parallel()
 	epoch := time.Now()
 	f := newFake(epoch, 2*time.Millisecond, 3, time.Millisecond, false)
 	src := &fakeSource{arrivals: constant(200, 100)} // 5 ms apart: whole microseconds
@@ -166,6 +168,7 @@ func TestOpenLoopSchedule(t *testing.T) {
 // the scheduled time, grows with it. Closed loop with one user: the same server looks
 // flat at 20 ms, which is exactly what the closed loop hides.
 func TestCoordinatedOmission(t *testing.T) {
+	t.Parallel()
 	epoch := time.Now()
 	const service = 20 * time.Millisecond
 
@@ -205,6 +208,7 @@ func TestCoordinatedOmission(t *testing.T) {
 }
 
 func TestClosedLoop(t *testing.T) {
+	t.Parallel()
 	epoch := time.Now()
 
 	t.Run("users and requests", func(t *testing.T) {
@@ -273,6 +277,7 @@ func TestClosedLoop(t *testing.T) {
 }
 
 func TestRequestFields(t *testing.T) {
+	t.Parallel()
 	epoch := time.Now()
 	tests := []struct {
 		name      string
@@ -301,6 +306,7 @@ func TestRequestFields(t *testing.T) {
 }
 
 func TestWarmup(t *testing.T) {
+	t.Parallel()
 	epoch := time.Now()
 	f := newFake(epoch, 5*time.Millisecond, 1, 0, false)
 	cfg := baseConfig(f, &fakeSource{arrivals: constant(100, 5)}, epoch)
@@ -352,6 +358,7 @@ func TestWarmup(t *testing.T) {
 }
 
 func TestInterrupt(t *testing.T) {
+	t.Parallel()
 	epoch := time.Now()
 	tests := []struct {
 		name   string
@@ -427,6 +434,7 @@ func TestInterrupt(t *testing.T) {
 }
 
 func TestTimeout(t *testing.T) {
+	t.Parallel()
 	epoch := time.Now()
 	f := newFake(epoch, time.Second, 1, 0, false)
 	cfg := baseConfig(f, &fakeSource{}, epoch)
@@ -443,6 +451,7 @@ func TestTimeout(t *testing.T) {
 }
 
 func TestClassify(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, reason string
 		ctxErr       error
@@ -472,6 +481,7 @@ func TestClassify(t *testing.T) {
 }
 
 func TestProgress(t *testing.T) {
+	t.Parallel()
 	epoch := time.Now()
 	f := newFake(epoch, 2*time.Millisecond, 1, 0, false)
 	cfg := baseConfig(f, &fakeSource{arrivals: constant(100, 60)}, epoch) // 0.6 s
@@ -518,6 +528,7 @@ func TestProgress(t *testing.T) {
 }
 
 func TestPacer(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []pacing{pacePrecise, paceSpin, paceTimer} {
 		t.Run(mode.String(), func(t *testing.T) {
 			p := newPacer(time.Now(), mode)
@@ -561,6 +572,7 @@ func (d *dyingStreamer) Stream(ctx context.Context, req *engine.Request, res *en
 }
 
 func TestStopsWhenTheEngineIsGone(t *testing.T) {
+	t.Parallel()
 	epoch := time.Now()
 	// 2,000 arrivals at 200/s would take 10 s; the engine dies after 30 requests and the
 	// run stops after 20 refused connections in a row.
@@ -605,6 +617,7 @@ func (s subMicroStreamer) Stream(ctx context.Context, req *engine.Request, res *
 // TestRecordGapsNeverZero: a gap the client measured is never written as 0 µs (rounded
 // up to whole microseconds), so that events parsed apart never read as arriving at once.
 func TestRecordGapsNeverZero(t *testing.T) {
+	t.Parallel()
 	epoch := time.Now()
 	src := &fakeSource{arrivals: constant(1000, 5)}
 	out := run(t, baseConfig(subMicroStreamer{epoch}, src, epoch))

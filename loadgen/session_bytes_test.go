@@ -83,6 +83,7 @@ func sessionBodies(t *testing.T, file, runID string) []string {
 // The same file and seed send the same requests byte for byte, every turn of every
 // session with its history; another run id changes the salts only.
 func TestSessionRequestsByteForByte(t *testing.T) {
+	t.Parallel()
 	for _, file := range []string{"../testdata/config/valid_sessions.yaml", "../testdata/config/valid_sharegpt_sessions.yaml"} {
 		a, b, c := sessionBodies(t, file, "run-a"), sessionBodies(t, file, "run-a"), sessionBodies(t, file, "run-b")
 		if !slices.Equal(a, b) {

@@ -75,6 +75,7 @@ func (s *sessionSource) Turn(i, n int) workload.Turn {
 // plus its think time; a failed turn ends its session, recorded, with no later turn sent.
 // The same holds when the turns are spilled as they finish (Config.Spill) and read back.
 func TestSessions(t *testing.T) {
+	t.Parallel()
 	t.Run("kept", func(t *testing.T) { testSessions(t, false) })
 	t.Run("spilled", func(t *testing.T) { testSessions(t, true) })
 }
@@ -151,6 +152,7 @@ func testSessions(t *testing.T, spill bool) {
 
 // An interrupted session run keeps what was measured and sends no further turn.
 func TestSessionsInterrupted(t *testing.T) {
+	t.Parallel()
 	epoch := time.Now()
 	f := &chatFake{epoch: epoch, delay: 2 * time.Millisecond, sent: map[string][]engine.Message{}}
 	src := &sessionSource{fakeSource: fakeSource{arrivals: constant(100, 2)}, turns: []int{1000, 1000}}

@@ -60,6 +60,7 @@ func (b *spillBox) check(t *testing.T, out *Outcome) {
 // order, for the open and the closed loop alike: every one the Outcome holds came back
 // from the spill (spillBox.check), none from memory Run kept.
 func TestSpill(t *testing.T) {
+	t.Parallel()
 	epoch := time.Now()
 	for _, closed := range []bool{false, true} {
 		name := map[bool]string{false: "open", true: "closed"}[closed]
@@ -97,6 +98,7 @@ func TestSpill(t *testing.T) {
 // A spill that cannot be read back stops the run as incomplete, saying why; a Spill
 // with no Finished to keep the requests is a bad Config.
 func TestSpillErrors(t *testing.T) {
+	t.Parallel()
 	epoch := time.Now()
 	f := newFake(epoch, time.Millisecond, 1, time.Millisecond, false)
 	cfg := baseConfig(f, &fakeSource{arrivals: constant(500, 5)}, epoch)

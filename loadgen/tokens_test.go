@@ -24,6 +24,7 @@ func (s *longSource) Request(i int) workload.Item {
 // one, whether the client counts each chunk's tokens from a usage in every chunk (the
 // server says) or infers them from the usage total (it does not).
 func TestPerTokenITLFromMultiTokenChunks(t *testing.T) {
+	t.Parallel()
 	srv, err := sim.Start(context.Background(), sim.Options{Seed: 1, TokensPerChunk: 4})
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 )
 
 func TestClientBoundsFollowTheSLO(t *testing.T) {
+	t.Parallel()
 	slo := func(targets ...workload.SLOTarget) *workload.Workload {
 		return &workload.Workload{SLO: workload.SLO{Targets: targets}}
 	}
@@ -46,6 +47,7 @@ func TestClientBoundsFollowTheSLO(t *testing.T) {
 }
 
 func TestReaderLatenessMakesTheClientSaturated(t *testing.T) {
+	t.Parallel()
 	rec := &result.Record{MaxReaderLagMS: 10}
 	rec.Summary.DispatchLagms = result.LagSummary{P50: 0.1, P99: 0.4} // sending kept up
 	rec.Summary.ReaderLagms = &result.LagSummary{P50: 1, P99: 20, Max: 40}

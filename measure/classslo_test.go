@@ -11,6 +11,7 @@ import (
 // every request was judged against the workload's SLO: the "strict" class below (a TTFT
 // limit no engine meets) read 100% attainment, as the lenient class did.
 func TestClassSLOJudgesItsClass(t *testing.T) {
+	t.Parallel()
 	simURL := startSim(t, sim.Options{Seed: 1})
 	src := `version: 1
 target: {api: completions, engine: auto}

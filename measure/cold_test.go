@@ -82,6 +82,7 @@ func runOnce(t *testing.T, r *Runner, src, url string) *result.Record {
 // run id was part of the salt, the second run sent byte-identical prompts and the
 // simulator's prefix cache served most of their tokens.
 func TestColdStaysColdAcrossRuns(t *testing.T) {
+	t.Parallel()
 	// A cache that holds every prompt of a run (16,384 tokens), so that nothing a
 	// rerun could hit has been evicted.
 	simURL := startSim(t, sim.Options{Seed: 1, Faults: sim.Faults{KVBlocks: 1024}})
@@ -134,6 +135,7 @@ func TestColdStaysColdAcrossRuns(t *testing.T) {
 
 // A shared-prefix workload does hit: the figures measure the cache, not a constant.
 func TestSharedPrefixHits(t *testing.T) {
+	t.Parallel()
 	simURL := startSim(t, sim.Options{Seed: 1})
 	rec := runOnce(t, testRunner(nil), prefixConfig("{mode: shared, tokens: 64, groups: 2}"), simURL)
 	pc := rec.Summary.PrefixCache
@@ -153,6 +155,7 @@ func TestSharedPrefixHits(t *testing.T) {
 // refused for them, whether the engine reports each request's cached tokens or not.
 // Before the hits were attributed, this run was refused as warm (about 10% hit).
 func TestColdUnderKVPressureIsNotWarm(t *testing.T) {
+	t.Parallel()
 	const src = `version: 1
 target: {api: completions, engine: auto}
 model: {name: sim-tiny}
@@ -206,6 +209,7 @@ workloads:
 // scheduling (per-request counts) or, without those, beyond anything preemption or
 // declared history explains.
 func TestWarmRerunRefusedWithAttribution(t *testing.T) {
+	t.Parallel()
 	for _, details := range []bool{true, false} {
 		simURL := startSim(t, sim.Options{Seed: 1, Faults: sim.Faults{KVBlocks: 1024}, NoPromptTokensDetails: !details})
 		same := testRunner(func() string { return "fixed" })

@@ -17,6 +17,7 @@ import (
 // Requests added from many goroutines all reach the file, one line each, after the head;
 // a secret the server echoed is redacted there as in the record.
 func TestJournal(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "w.journal.jsonl")
 	var keys result.Secrets
 	keys.Add("sk-SECRET-key")
@@ -78,6 +79,7 @@ func TestJournal(t *testing.T) {
 // A journal that cannot be written says so when closed; adding to it never blocks the
 // run.
 func TestJournalWriteError(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "w.journal.jsonl")
 	j, err := openJournal(path, JournalHead{Workload: "w"}, func(s string) string { return s })
 	if err != nil {
@@ -95,6 +97,7 @@ func TestJournalWriteError(t *testing.T) {
 // Read back, the journal gives the measured requests, each once and whole, and leaves
 // the warm-up out: it is where the run keeps them while measured (loadgen Spill).
 func TestJournalReadBack(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "w.journal.jsonl")
 	j, err := openJournal(path, JournalHead{Workload: "w", RunID: "r1"}, func(s string) string { return s })
 	if err != nil {
@@ -136,6 +139,7 @@ func checkReadBack(t *testing.T, got []result.Request, goroutines, each int) {
 // A journal whose file stops taking lines (a full disk) keeps the rest in memory, and
 // reading back gives every request once: nothing measured is lost to the disk.
 func TestJournalReadBackAfterWriteError(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "w.journal.jsonl")
 	j, err := openJournal(path, JournalHead{Workload: "w", RunID: "r1"}, func(s string) string { return s })
 	if err != nil {

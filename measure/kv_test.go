@@ -17,6 +17,7 @@ func timelines(w func(i int) int64) *result.Record {
 }
 
 func TestLittleLawSteadyAndGrowing(t *testing.T) {
+	t.Parallel()
 	// Steady: every request takes 2 s; L = 10/s × 2 s = 20, measured ≈ 20 (only the
 	// first 2 s of ramp-up differ).
 	l := LittleLaw(timelines(func(int) int64 { return 2_000_000 }))

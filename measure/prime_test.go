@@ -54,6 +54,7 @@ func (f *fakeStreamer) Stream(ctx context.Context, req *engine.Request, res *eng
 // failures by reason (a deadline as a timeout) and not an empty answer, whose prompt was
 // prefilled all the same.
 func TestPrimeCountsAndOrder(t *testing.T) {
+	t.Parallel()
 	st := &fakeStreamer{fail: map[string]string{"prompt C": "http_500"}, stall: "prompt E", empty: "prompt B"}
 	r := testRunner(nil)
 	p := r.prime(context.Background(), st, fakeSource{6}, 6, "completions", "m", 50*time.Millisecond)

@@ -69,6 +69,7 @@ func mooncakeTrace(t *testing.T, dir string, n, bt int) float64 {
 // A Mooncake trace whose hash_ids share blocks gives the hit rate its block structure
 // implies; an Azure trace of the same lengths, without hash ids, stays cold.
 func TestMooncakeReplayHitRate(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	const bt = 64
 	want := mooncakeTrace(t, dir, 60, bt)
@@ -105,6 +106,7 @@ workloads:
 // Prompts from a dataset reach the engine with the lengths its tokenizer gives them: the
 // targets, measured with the simulator's /tokenize, match what its usage reports.
 func TestDatasetAgainstSim(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var b strings.Builder
 	r := rand.New(rand.NewPCG(3, 3))
@@ -203,6 +205,7 @@ func ragExpected(n, d, k, docTokens, promptTokens int, s float64) (mean, sd floa
 // A rag pool lands the hit rate where its popularity puts it: between cold and fully
 // shared, at what the draws imply.
 func TestRAGHitRate(t *testing.T) {
+	t.Parallel()
 	const n, d, k, docTokens, prompt = 80, 10, 2, 128, 300
 	simURL := startSim(t, sim.Options{Seed: 1, Faults: sim.Faults{KVBlocks: 2048}})
 	for _, s := range []float64{1.2, 0} {
@@ -239,6 +242,7 @@ workloads:
 // A sweep cannot rescale a trace that brings its own lengths: bad input, not a run of
 // requests without lengths.
 func TestSweepRefusesTraceWithLengths(t *testing.T) {
+	t.Parallel()
 	w := &workload.Workload{Name: "t", Arrival: workload.Arrival{Process: workload.ArrivalTrace, Format: workload.TraceAzure}}
 	var bad *BadInputError
 	if err := CheckSweepable(w); !errors.As(err, &bad) || !strings.Contains(err.Error(), "azure trace") {

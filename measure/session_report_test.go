@@ -14,6 +14,7 @@ import (
 // are slower, and the terminal table and the HTML report show it, the latter as the two
 // charts.
 func TestSessionBreakdownReport(t *testing.T) {
+	t.Parallel()
 	simURL := startSim(t, sim.Options{Seed: 1, Profile: sessionProfile, NoPrefixCaching: true})
 	rec := runOnce(t, testRunner(nil), sessionsConfig, simURL)
 	bt := rec.Summary.ByTurn

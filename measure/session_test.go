@@ -61,6 +61,7 @@ func ttftByTurn(t *testing.T, rec *result.Record) map[int]int64 {
 // first did (the history is cached, only the last answer and the new message are
 // computed); with the cache off they grow with the history.
 func TestSessionsPrefixCacheTTFT(t *testing.T) {
+	t.Parallel()
 	run := func(noCache bool) *result.Record {
 		srv, err := sim.Start(context.Background(), sim.Options{Seed: 1, Profile: sessionProfile, NoPrefixCaching: noCache})
 		if err != nil {
@@ -106,6 +107,7 @@ func TestSessionsPrefixCacheTTFT(t *testing.T) {
 // are kept in the journal while the run is measured and read back from it: the record
 // holds them session by session, numbered in that order.
 func TestSessionsFailedTurnEndsSession(t *testing.T) {
+	t.Parallel()
 	t.Run("kept", func(t *testing.T) { testSessionsFailedTurn(t, "") })
 	t.Run("journal", func(t *testing.T) { testSessionsFailedTurn(t, filepath.Join(t.TempDir(), "s.journal.jsonl")) })
 }
@@ -173,6 +175,7 @@ func testSessionsFailedTurn(t *testing.T, journal string) {
 // A session whose longest history cannot fit the engine's context is refused before
 // anything is sent, as bad input naming the sessions key.
 func TestSessionsOverContext(t *testing.T) {
+	t.Parallel()
 	srv, err := sim.Start(context.Background(), sim.Options{Seed: 1, Profile: sessionProfile})
 	if err != nil {
 		t.Fatal(err)
@@ -200,6 +203,7 @@ func TestSessionsOverContext(t *testing.T) {
 
 // A session workload is not split into shards: its turns follow one another.
 func TestSessionsRefuseShards(t *testing.T) {
+	t.Parallel()
 	f, err := workload.Parse("slogate.yaml", []byte(sessionsConfig))
 	if err != nil {
 		t.Fatal(err)

@@ -28,6 +28,7 @@ func swapFile(t *testing.T, swap string) *workload.File {
 // wake (a different server behind the same URL) fails the swap: the block would measure
 // an engine nobody identified.
 func TestSwapperChecksTheWokenEngine(t *testing.T) {
+	t.Parallel()
 	sw := sim.Swap{SleepMode: true, DevMode: true}
 	before := startSim(t, sim.Options{Seed: 1, Version: "1.0", Swap: sw})
 	after := startSim(t, sim.Options{Seed: 1, Version: "2.0", Swap: sw})
@@ -71,6 +72,7 @@ func TestSwapperChecksTheWokenEngine(t *testing.T) {
 
 // TestSwapperModes: the mode of each kind of side, and which ones the swapper brings up.
 func TestSwapperModes(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name, target string
 		mode         string

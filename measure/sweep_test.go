@@ -20,6 +20,7 @@ func threshold(capacity float64, verdictAbove string) func(int, string, float64)
 }
 
 func TestSearch(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name      string
 		plan      SweepPlan

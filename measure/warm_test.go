@@ -15,6 +15,7 @@ import (
 // the requests nor the window's figures; and the gate judges the warm run (the refusal
 // of a cold run that hits does not apply).
 func TestWarmPrimesTheWindow(t *testing.T) {
+	t.Parallel()
 	simURL := startSim(t, sim.Options{Seed: 1, Faults: sim.Faults{KVBlocks: 1024}})
 	r := testRunner(nil)
 	cold := runOnce(t, r, prefixConfig("cold"), simURL)

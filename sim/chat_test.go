@@ -9,6 +9,7 @@ import (
 // its answer, as a real chat template renders them: what a session's history cost to
 // compute is what the prefix cache can give back.
 func TestChatHistoryIsPrefix(t *testing.T) {
+	t.Parallel()
 	answer := string(appendTokens(nil, 3, 0, 9))
 	turn1 := []ChatMessage{{"system", "Be brief, and say why."}, {"user", "Why is the sky blue?"}}
 	turn2 := append(slices.Clone(turn1), ChatMessage{"assistant", answer}, ChatMessage{"user", "And the sunset red?"})

@@ -9,6 +9,7 @@ import (
 // The simulator is only useful if slogate's own client reads it as it reads vLLM: these
 // rows go through engine.Client and engine.Identify.
 func TestEngineClientContract(t *testing.T) {
+	t.Parallel()
 	o := tinyOpts()
 	o.Version = "0.9.2-sim"
 	r, _, ctx := start(t, o)
@@ -40,6 +41,7 @@ func TestEngineClientContract(t *testing.T) {
 }
 
 func TestEngineClientSeesFaults(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		faults Faults

@@ -10,6 +10,7 @@ import (
 )
 
 func TestFaults(t *testing.T) {
+	t.Parallel()
 	body := req{Model: "sim-tiny", Prompt: words(16), MaxTokens: 40, IgnoreEOS: true, Stream: true, StreamOptions: withUsage()}
 	for _, tc := range []struct {
 		name   string
@@ -85,6 +86,7 @@ func TestFaults(t *testing.T) {
 }
 
 func TestFaultRatesAreSeeded(t *testing.T) {
+	t.Parallel()
 	run := func() []int {
 		o := tinyOpts()
 		o.Seed = 42
@@ -114,6 +116,7 @@ func TestFaultRatesAreSeeded(t *testing.T) {
 }
 
 func TestSlowStart(t *testing.T) {
+	t.Parallel()
 	o := tinyOpts()
 	o.Faults.SlowStart = 300 * time.Millisecond
 	begin := time.Now()
@@ -139,6 +142,7 @@ func TestSlowStart(t *testing.T) {
 }
 
 func TestSlowdownScalesSteps(t *testing.T) {
+	t.Parallel()
 	tpot := func(slow float64) time.Duration {
 		o := tinyOpts()
 		o.Faults.Slowdown = slow

@@ -16,6 +16,7 @@ import (
 // with a Content-Length that matches, one event per token, usage at the end, and events
 // no earlier than their schedule.
 func TestFixedStream(t *testing.T) {
+	t.Parallel()
 	f := &Fixed{TTFT: 20 * time.Millisecond, ITL: 10 * time.Millisecond}
 	srv := httptest.NewServer(f.Handler())
 	defer srv.Close()

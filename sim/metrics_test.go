@@ -16,6 +16,7 @@ import (
 // A fresh engine's page is deterministic: it is the golden file a reader of docs/sim.md
 // compares with vLLM's.
 func TestMetricsGolden(t *testing.T) {
+	t.Parallel()
 	s, err := New(tinyOpts())
 	if err != nil {
 		t.Fatal(err)
@@ -101,6 +102,7 @@ func parseText(t *testing.T, r io.Reader) map[string]map[string]float64 {
 }
 
 func TestMetricsHasEveryFamily(t *testing.T) {
+	t.Parallel()
 	s, err := New(tinyOpts())
 	if err != nil {
 		t.Fatal(err)
@@ -119,6 +121,7 @@ func TestMetricsHasEveryFamily(t *testing.T) {
 }
 
 func TestMetricsReflectLoad(t *testing.T) {
+	t.Parallel()
 	o := tinyOpts()
 	o.Faults.KVBlocks = 16
 	r, c, ctx := start(t, o)

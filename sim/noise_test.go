@@ -9,6 +9,7 @@ import (
 )
 
 func TestNoiseDrawIsSeeded(t *testing.T) {
+	t.Parallel()
 	n := NoisePresets["gpu"]
 	a, b, c := n.Draw(7), n.Draw(7), n.Draw(8)
 	if a.Speed != b.Speed || a.Drift != b.Drift {
@@ -32,6 +33,7 @@ func TestNoiseDrawIsSeeded(t *testing.T) {
 }
 
 func TestNoiseDriftAndStalls(t *testing.T) {
+	t.Parallel()
 	n := Noise{Drift: 0.10, DriftOver: time.Minute, StallEvery: time.Second, StallFor: 10 * time.Millisecond}
 	rn := n.Draw(1)
 	if rn.Speed != 1 {
@@ -55,6 +57,7 @@ func TestNoiseDriftAndStalls(t *testing.T) {
 }
 
 func TestNoiseValidateAndFlags(t *testing.T) {
+	t.Parallel()
 	if err := (Noise{SpeedSD: -1, StallEvery: time.Second}).Validate(); err == nil {
 		t.Fatal("a negative speed sd and a stall without length pass")
 	}
@@ -79,6 +82,7 @@ func TestNoiseValidateAndFlags(t *testing.T) {
 // different speeds, by the drawn factors. The step times compared are the modelled ones,
 // which a loaded machine does not distort.
 func TestNoiseScalesSteps(t *testing.T) {
+	t.Parallel()
 	mean := func(seed int64) (time.Duration, float64) {
 		o := tinyOpts()
 		o.Noise = Noise{Seed: seed, SpeedSD: 0.5}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"flag"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -42,6 +43,10 @@ type Options struct {
 	// loop runs on the monotonic clock because simulating time means sleeping in it.
 	// Nil means time.Now.
 	Now func() time.Time
+	// Listen is how Serve binds its address; nil means net.Listen("tcp", addr). A test
+	// that holds the port until the engine it started binds it passes one that shares
+	// the port.
+	Listen func(addr string) (net.Listener, error)
 }
 
 // Faults are injected failures and distortions. Every draw is seeded: request i (in

@@ -12,6 +12,7 @@ import (
 )
 
 func TestBlockHashesAreChained(t *testing.T) {
+	t.Parallel()
 	a := tokenIDs(words(40))
 	b := append([]int{7}, a[1:]...) // the first token differs
 	ha, hb := blockHashes(a, 16), blockHashes(b, 16)
@@ -28,6 +29,7 @@ func TestBlockHashesAreChained(t *testing.T) {
 }
 
 func TestPrefixCacheEvictsLeastRecentlyReleased(t *testing.T) {
+	t.Parallel()
 	c := newPrefixCache(true)
 	var held []*cblock
 	for h := uint64(1); h <= 3; h++ {
@@ -67,6 +69,7 @@ func TestPrefixCacheEvictsLeastRecentlyReleased(t *testing.T) {
 // The engine's hit counters (vLLM's, in tokens) see a repeated prompt, not a new one,
 // and not one sent after POST /reset_prefix_cache.
 func TestPrefixCacheHitsOverHTTP(t *testing.T) {
+	t.Parallel()
 	r, c, ctx := start(t, tinyOpts())
 	p := r.Server.Profile()
 	send := func(prompt string) {
@@ -143,6 +146,7 @@ func TestPrefixCacheHitsOverHTTP(t *testing.T) {
 
 // A cached prefix skips prefill: a long prompt sent again reaches its first token sooner.
 func TestPrefixCacheSkipsPrefill(t *testing.T) {
+	t.Parallel()
 	o := tinyOpts()
 	// 900 prompt tokens, at most 512 a step: two steps of about 91 and 79 ms at
 	// slowdown 20, against one step of about 40 ms for the 4 tokens left on a hit.
@@ -163,6 +167,7 @@ func TestPrefixCacheSkipsPrefill(t *testing.T) {
 // vLLM sends a chat stream's role chunk with the first output, after prefill: a client
 // that took the role chunk for the first token would measure a TTFT of zero.
 func TestChatRoleChunkComesWithFirstToken(t *testing.T) {
+	t.Parallel()
 	r, c, ctx := start(t, tinyOpts())
 	r.Server.eng.pause(true)
 	b, _ := json.Marshal(req{Model: "sim-tiny", Messages: []ChatMessage{{Role: "user", Content: words(20)}}, MaxTokens: 2, Stream: true})
@@ -204,6 +209,7 @@ func TestChatRoleChunkComesWithFirstToken(t *testing.T) {
 // Allocation takes never-cached free blocks first, then evicts cached ones from a
 // prompt's tail: the head of the chain stays usable.
 func TestPrefixCacheEvictionUnderPressure(t *testing.T) {
+	t.Parallel()
 	o := tinyOpts()
 	o.Faults.KVBlocks = 16 // 256 tokens
 	r, c, ctx := start(t, o)

@@ -50,6 +50,7 @@ func testProfile() Profile {
 }
 
 func TestPlanChunkedPrefillThenDecode(t *testing.T) {
+	t.Parallel()
 	p := testProfile() // budget 512
 	s := newStepper(p)
 	q := s.add(1000, 3)
@@ -80,6 +81,7 @@ func TestPlanChunkedPrefillThenDecode(t *testing.T) {
 }
 
 func TestPlanDecodesCountAgainstBudgetFirst(t *testing.T) {
+	t.Parallel()
 	p := testProfile()
 	p.MaxNumBatchedTokens = 20
 	p.NumBlocks = 1000
@@ -96,6 +98,7 @@ func TestPlanDecodesCountAgainstBudgetFirst(t *testing.T) {
 }
 
 func TestPlanAdmissionLimits(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name        string
 		blocks      int
@@ -127,6 +130,7 @@ func TestPlanAdmissionLimits(t *testing.T) {
 }
 
 func TestPlanPreemptionRecomputes(t *testing.T) {
+	t.Parallel()
 	p := testProfile()
 	p.NumBlocks = 16
 	s := newStepper(p)
@@ -164,6 +168,7 @@ func TestPlanPreemptionRecomputes(t *testing.T) {
 }
 
 func TestPlanAbortFreesBlocks(t *testing.T) {
+	t.Parallel()
 	s := newStepper(testProfile())
 	a := s.add(100, 1000)
 	s.add(100, 1000)
@@ -192,6 +197,7 @@ func TestPlanAbortFreesBlocks(t *testing.T) {
 }
 
 func TestDeque(t *testing.T) {
+	t.Parallel()
 	var d deque
 	var all []*seq
 	for i := range 40 {
@@ -222,6 +228,7 @@ func TestDeque(t *testing.T) {
 // A lone request's modelled lifetime: chunked prefill steps, then one decode step per
 // further token. The HTTP tests compare measurements with it.
 func TestStepperLoneRequestTime(t *testing.T) {
+	t.Parallel()
 	p := testProfile()
 	s := newStepper(p)
 	s.add(100, 20)

@@ -720,7 +720,11 @@ func Serve(ctx context.Context, addr string, o Options, log io.Writer) error {
 			return nil
 		}
 	}
-	ln, err := net.Listen("tcp", addr)
+	listen := o.Listen
+	if listen == nil {
+		listen = func(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
+	}
+	ln, err := listen(addr)
 	if err != nil {
 		return err
 	}

@@ -40,6 +40,7 @@ func tinyOpts() Options {
 func words(n int) string { return strings.Repeat("abcd", n) }
 
 func TestLoneRequestTTFTAndTPOT(t *testing.T) {
+	t.Parallel()
 	// Slowdown 20 makes a step 40+ ms, so that scheduler and HTTP noise stays well
 	// inside the 25% margin; the median of 5 requests discards the odd stall of a
 	// loaded machine (a goroutine not run for 10+ ms happens under -race).
@@ -140,6 +141,7 @@ func openLoop(ctx context.Context, c *http.Client, r *Running, n int, every time
 }
 
 func TestBelowCapacityLittlesLaw(t *testing.T) {
+	t.Parallel()
 	o := tinyOpts()
 	o.Faults.Slowdown = 3
 	// Every request sends the same prompt, and the analytical capacity (docs/sim.md) is
@@ -194,6 +196,7 @@ func TestBelowCapacityLittlesLaw(t *testing.T) {
 }
 
 func TestAboveCapacityQueueGrows(t *testing.T) {
+	t.Parallel()
 	o := tinyOpts()
 	o.Faults.Slowdown = 3
 	// Every request sends the same prompt, and the analytical capacity (docs/sim.md) is
@@ -232,6 +235,7 @@ func TestAboveCapacityQueueGrows(t *testing.T) {
 // A burst far above capacity drains at the analytical saturation throughput
 // (docs/sim.md): the oracle the load generator's sweep is checked against.
 func TestSaturationMatchesCapacity(t *testing.T) {
+	t.Parallel()
 	o := tinyOpts()
 	o.Faults.Slowdown = 3
 	// Every request sends the same prompt, and the analytical capacity (docs/sim.md) is
@@ -266,6 +270,7 @@ func TestSaturationMatchesCapacity(t *testing.T) {
 }
 
 func TestPreemptionStreamsComplete(t *testing.T) {
+	t.Parallel()
 	o := tinyOpts()
 	o.Faults.KVBlocks = 16 // 256 tokens: 8 requests of 32 + 96 tokens cannot all fit
 	r, c, ctx := start(t, o)
@@ -292,6 +297,7 @@ func TestPreemptionStreamsComplete(t *testing.T) {
 }
 
 func TestMaxTokensAndIgnoreEOS(t *testing.T) {
+	t.Parallel()
 	r, c, ctx := start(t, tinyOpts())
 	for _, tc := range []struct {
 		name      string
@@ -340,6 +346,7 @@ func TestMaxTokensAndIgnoreEOS(t *testing.T) {
 }
 
 func TestNonStreaming(t *testing.T) {
+	t.Parallel()
 	r, c, _ := start(t, tinyOpts())
 	var out struct {
 		Object  string `json:"object"`
@@ -367,6 +374,7 @@ func TestNonStreaming(t *testing.T) {
 }
 
 func TestTokenizeMatchesUsage(t *testing.T) {
+	t.Parallel()
 	r, c, ctx := start(t, tinyOpts())
 	for _, tc := range []struct {
 		name   string
@@ -409,6 +417,7 @@ func TestTokenizeMatchesUsage(t *testing.T) {
 }
 
 func TestRequestErrors(t *testing.T) {
+	t.Parallel()
 	r, c, _ := start(t, tinyOpts())
 	for _, tc := range []struct {
 		name string
@@ -446,6 +455,7 @@ func TestRequestErrors(t *testing.T) {
 }
 
 func TestModelsVersionHealth(t *testing.T) {
+	t.Parallel()
 	o := tinyOpts()
 	o.Version = "0.9.2-test"
 	o.Model = "served-name"
@@ -476,6 +486,7 @@ func TestModelsVersionHealth(t *testing.T) {
 }
 
 func TestOptionsBind(t *testing.T) {
+	t.Parallel()
 	var o Options
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
 	fs.SetOutput(new(strings.Builder))
@@ -518,6 +529,7 @@ func TestOptionsBind(t *testing.T) {
 }
 
 func TestUsageGolden(t *testing.T) {
+	t.Parallel()
 	var o Options
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
 	var b strings.Builder
@@ -547,6 +559,7 @@ func golden(t *testing.T, path, got string) {
 }
 
 func TestProfiles(t *testing.T) {
+	t.Parallel()
 	if got := fmt.Sprint(Profiles()); got != "[llama-8b-h100 tiny]" {
 		t.Fatalf("Profiles() = %s", got)
 	}
@@ -582,6 +595,7 @@ func (s *syncBuffer) String() string {
 }
 
 func TestServe(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var log syncBuffer

@@ -34,6 +34,7 @@ func (l *lockedBuffer) String() string {
 // have passed, as vLLM binds its port only after its engine is initialized, and prints
 // each phase in vLLM's format, which slogate's startup parser reads.
 func TestStartTime(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -75,6 +76,7 @@ func TestStartTime(t *testing.T) {
 // TestStartTimeInterrupted: a start interrupted before it ends returns at once, without
 // listening.
 func TestStartTimeInterrupted(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	t0 := time.Now()

@@ -34,6 +34,7 @@ func httpCall(t *testing.T, c *http.Client, method, url string) (int, string) {
 // engine's error object, while /v1/models still answers; the wake takes its time too and
 // leaves the prefix cache empty, so the prompt that hit before the sleep hits nothing.
 func TestSleepAndWake(t *testing.T) {
+	t.Parallel()
 	o := tinyOpts()
 	o.Swap = Swap{SleepMode: true, DevMode: true, SleepTime: 150 * time.Millisecond, WakeTime: 250 * time.Millisecond}
 	r, c, ctx := start(t, o)
@@ -113,6 +114,7 @@ func TestSleepAndWake(t *testing.T) {
 // TestSleepEndpointsNeedTheirFlags: the engine's own refusals, which an A/B job reports
 // before measuring anything.
 func TestSleepEndpointsNeedTheirFlags(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name       string
 		swap       Swap
@@ -153,6 +155,7 @@ func TestSleepEndpointsNeedTheirFlags(t *testing.T) {
 // TestMemoryReleaseAndResume: SGLang's release with the memory saver on puts the engine
 // aside until the resume, which leaves the prefix cache empty.
 func TestMemoryReleaseAndResume(t *testing.T) {
+	t.Parallel()
 	o := tinyOpts()
 	o.Swap = Swap{MemorySaver: true, SleepTime: 50 * time.Millisecond, WakeTime: 100 * time.Millisecond}
 	r, c, ctx := start(t, o)
@@ -191,6 +194,7 @@ func TestMemoryReleaseAndResume(t *testing.T) {
 // TestWakeOutlivesItsClient: a client that gives up on a long wake leaves the engine
 // waking (it still refuses requests), and closing the engine ends the wake.
 func TestWakeOutlivesItsClient(t *testing.T) {
+	t.Parallel()
 	o := tinyOpts()
 	o.Swap = Swap{SleepMode: true, DevMode: true, WakeTime: time.Hour}
 	r, c, _ := start(t, o)
@@ -213,6 +217,7 @@ func TestWakeOutlivesItsClient(t *testing.T) {
 // TestSwapFixtures: the simulator answers each exchange of testdata/engines/swap/ as the
 // engine does (status, and the body's fields), in the order an A/B job sends them.
 func TestSwapFixtures(t *testing.T) {
+	t.Parallel()
 	o := tinyOpts()
 	o.Swap = Swap{SleepMode: true, DevMode: true, MemorySaver: true}
 	r, c, _ := start(t, o)

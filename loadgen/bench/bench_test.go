@@ -18,6 +18,7 @@ import (
 // single gaps may be short. Only TPOT p50, a whole stream's pace, is held to the
 // injected ITL, at half of it.
 func TestLadderAgainstFixedEngine(t *testing.T) {
+	t.Parallel()
 	open := httptest.NewServer((&sim.Fixed{TTFT: 20 * time.Millisecond, ITL: 5 * time.Millisecond}).Handler())
 	defer open.Close()
 	streams := httptest.NewServer((&sim.Fixed{TTFT: 20 * time.Millisecond, ITL: 30 * time.Millisecond}).Handler())
@@ -59,6 +60,7 @@ func TestLadderAgainstFixedEngine(t *testing.T) {
 }
 
 func TestJudge(t *testing.T) {
+	t.Parallel()
 	e := Engine{TTFT: 20 * time.Millisecond, ITL: 5 * time.Millisecond}
 	rate := Point{Rate: 1000, Tokens: 16}
 	ok := Result{TTFTP99ms: 29, ITLP50ms: 5.2, ITLP99ms: 40}
@@ -93,6 +95,7 @@ func TestJudge(t *testing.T) {
 }
 
 func TestParsePoints(t *testing.T) {
+	t.Parallel()
 	ps, err := ParsePoints("1000x128, streams:2000x400")
 	if err != nil || len(ps) != 2 || ps[0] != (Point{Rate: 1000, Tokens: 128, Duration: 5 * time.Second}) || ps[1] != (Point{Streams: 2000, Tokens: 400}) {
 		t.Fatalf("got %+v, %v", ps, err)
@@ -107,6 +110,7 @@ func TestParsePoints(t *testing.T) {
 // A rerun with the engine given more of the machine reads as its own row, and the highest
 // accurate point is named from the first run only.
 func TestTableRerunRows(t *testing.T) {
+	t.Parallel()
 	o := Options{Open: Engine{TTFT: 20 * time.Millisecond, ITL: 5 * time.Millisecond}}
 	p := Point{Rate: 2000, Tokens: 16, Duration: time.Second}
 	rs := []Result{
@@ -131,6 +135,7 @@ func TestTableRerunRows(t *testing.T) {
 // steal and load of the point named as the highest accurate one, since where the accurate
 // edge lies depends on the host.
 func TestTableHostState(t *testing.T) {
+	t.Parallel()
 	o := Options{Open: Engine{TTFT: 20 * time.Millisecond, ITL: 5 * time.Millisecond}}
 	rs := []Result{
 		// Known steal and load.

@@ -1,0 +1,26 @@
+//go:build !linux
+
+package waittest
+
+import (
+	"net"
+	"testing"
+)
+
+// HoldPort returns a loopback port the system gave out and took back: where ports
+// cannot be shared, the engine binds it later.
+func HoldPort(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// Listen listens on addr.
+func Listen(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
+
+// DieWithParent does nothing where there is no parent-death signal.
+func DieWithParent() {}
