@@ -56,6 +56,7 @@ func startSwapSim(t *testing.T, sw sim.Swap) *sim.Running {
 // block 2 (A sleeps, B wakes), keeps B for block 3 and swaps back for block 4.
 func TestABSwapsWithoutRestarts(t *testing.T) {
 	t.Parallel()
+	long(t)
 	const sleepT, wakeT = 20 * time.Millisecond, 40 * time.Millisecond
 	for _, c := range []struct {
 		name          string
@@ -210,6 +211,7 @@ func TestABWakeTimeoutKeepsBlocks(t *testing.T) {
 // between blocks, and stopped at the end; no block starts an engine.
 func TestABSwapStartsEachEngineOnce(t *testing.T) {
 	t.Parallel()
+	long(t)
 	withSwap := func(simArgs string) string {
 		cfg := startedSimConfig(t, simArgs)
 		return writeConfig(t, strings.Replace(cfg, "  start:\n", "  swap: "+withSwapTimeouts("{mode: sleep}")+"\n  start:\n", 1))
@@ -251,6 +253,7 @@ func TestABSwapStartsEachEngineOnce(t *testing.T) {
 // Without a calibration the job warns that the spread is unknown and what to run.
 func TestABSwapAddsTheSpreadBetweenStarts(t *testing.T) {
 	t.Parallel()
+	long(t)
 	// Four starts at speeds ×0.63, ×0.93, ×1.29 and ×1.56 (seeds 3, 1, 5, 14 at a log-sd
 	// of 0.3, steps four times the profile's so that a loaded host's delays do not
 	// swamp them): a spread between starts well above a run's own, whatever the clock.

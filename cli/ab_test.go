@@ -21,6 +21,7 @@ import (
 // placed in the layout; the same engine on both sides passes.
 func TestABAgainstSimulators(t *testing.T) {
 	t.Parallel()
+	long(t)
 	for _, c := range []struct {
 		name     string
 		candArgs string
@@ -96,6 +97,7 @@ func itoa(i int) string { return strconv.Itoa(i) }
 // the comment.
 func TestABSequentialStopsWhenDecided(t *testing.T) {
 	t.Parallel()
+	long(t)
 	base := writeConfig(t, startedSimConfig(t, "--slowdown 5"))
 	cand := writeConfig(t, startedSimConfig(t, "--slowdown 20"))
 	j := runABJob(t, cand, base, "--blocks", "16", "--min-blocks", "4")
@@ -141,6 +143,7 @@ func TestABSequentialStopsWhenDecided(t *testing.T) {
 // so.
 func TestABSequentialWaitsForTheImprovement(t *testing.T) {
 	t.Parallel()
+	long(t)
 	base := writeConfig(t, startedSimConfig(t, "--slowdown 20"))
 	cand := writeConfig(t, startedSimConfig(t, "--slowdown 5"))
 	j := runABJob(t, cand, base, "--blocks", "16", "--min-blocks", "4")
@@ -177,6 +180,7 @@ func TestABMinBlocksRefused(t *testing.T) {
 // input.
 func TestABFutilityStopsAnUndecidableJob(t *testing.T) {
 	t.Parallel()
+	long(t)
 	rules := "gate:\n  rules:\n    itl_p99: {direction: lower, tolerance: 2%}\n"
 	base := writeConfig(t, seededStartsConfig(t, "--slowdown 4 --noise-speed-sd 0.3", 3, 1, 5, 14, 8, 11, 2, 6)+rules)
 	cand := writeConfig(t, seededStartsConfig(t, "--slowdown 4 --noise-speed-sd 0.3", 14, 6, 3, 11, 1, 8, 5, 2)+rules)
@@ -265,6 +269,7 @@ func abGateJSON(t *testing.T, dir string, code int, out, errb fmt.Stringer) gate
 // job is bad input.
 func TestABFinalShareJudgesTheMaximum(t *testing.T) {
 	t.Parallel()
+	long(t)
 	rules := "gate:\n  rules:\n    itl_p99: {direction: lower, tolerance: 5%}\n"
 	base := writeConfig(t, startedSimConfig(t, "--slowdown 4")+rules)
 	cand := writeConfig(t, startedSimConfig(t, "--slowdown 12")+rules)

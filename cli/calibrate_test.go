@@ -44,6 +44,7 @@ func seededStartsConfig(t *testing.T, simArgs string, seeds ...int) string {
 // run-to-run spread; the gate then judges a run against it by that spread.
 func TestCalibrateStoresTheSpread(t *testing.T) {
 	t.Parallel()
+	long(t)
 	// Three starts at speeds ×0.63, ×1.29 and ×1.56 (seeds 3, 5, 14 at a log-sd of 0.3).
 	cfg := writeConfig(t, seededStartsConfig(t, "--noise-speed-sd 0.3", 3, 5, 14))
 	dir := t.TempDir()
@@ -118,6 +119,7 @@ func TestCalibrateStoresTheSpread(t *testing.T) {
 // one day, so the days' part is lacking, and the calibration says so.
 func TestCalibrateRestartEveryAndAppend(t *testing.T) {
 	t.Parallel()
+	long(t)
 	cfg := writeConfig(t, startedSimConfig(t, "--noise-speed-sd 0.3"))
 	dir := t.TempDir()
 	a, out, errb := testApp(t)
@@ -184,6 +186,7 @@ func TestCalibrateSpreadFlagsRefused(t *testing.T) {
 // runs of one engine on this shared host, too much to check here.)
 func TestCalibrateStopsWhenDecided(t *testing.T) {
 	t.Parallel()
+	long(t)
 	rules := "gate:\n  rules:\n    goodput: {direction: higher, tolerance: 5%}\n    itl_p99: {direction: lower, tolerance: 2%}\n"
 	cfg := writeConfig(t, seededStartsConfig(t, "--slowdown 4 --noise-speed-sd 0.3", 3, 5, 14, 1)+rules)
 	dir := t.TempDir()

@@ -21,6 +21,7 @@ import (
 // the fixed interval, and says so.
 func TestCIModeABAndCalibration(t *testing.T) {
 	t.Parallel()
+	long(t)
 	dir := t.TempDir()
 	head := startedSimConfig(t, "--slowdown 5")
 	baseCfg := startedSimConfig(t, "--slowdown 5")

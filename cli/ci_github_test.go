@@ -65,6 +65,7 @@ func ciWith(t *testing.T, inputs map[string]string, commentStatus int) (code int
 
 func TestCICommentFailureIsAWarning(t *testing.T) {
 	t.Parallel()
+	long(t)
 	code, log, outputs := ciWith(t, nil, http.StatusUnprocessableEntity)
 	if code != ExitOK || !strings.Contains(log, "::warning") || !strings.Contains(log, "posting the pull request comment") {
 		t.Errorf("exit %d, want %d with a warning annotation\n%s", code, ExitOK, log)

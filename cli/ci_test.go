@@ -101,6 +101,7 @@ func fakeGit(_ context.Context, _ string, args ...string) ([]byte, error) {
 
 func TestCIEndToEnd(t *testing.T) {
 	t.Parallel()
+	long(t)
 	url := startSim(t, sim.Options{Seed: 1})
 	dir := t.TempDir()
 	// A lag bound of 30 s and loose rules on the steadiest metrics: this test is about the

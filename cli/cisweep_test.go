@@ -15,6 +15,7 @@ import (
 // saying that no sweep was run.
 func TestCISweepsWorkloadsThatAskForIt(t *testing.T) {
 	t.Parallel()
+	long(t)
 	url := startSim(t, sim.Options{Seed: 1})
 	dir := t.TempDir()
 	cfg := strings.Replace(tinyConfig, "    timeout: 20s\n", "    timeout: 20s\n    max_dispatch_lag: 30s\n    sweep: {min_rate: 8, max_rate: 16, precision: 60%, step_requests: 20}\n", 1) +

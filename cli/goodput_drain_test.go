@@ -41,6 +41,7 @@ gate:
 // measured window (drain included) it read about 7% lower and failed.
 func TestSlowerEngineBelowCapacityKeepsGoodput(t *testing.T) {
 	t.Parallel()
+	long(t)
 	p, err := sim.LookupProfile("llama-8b-h100")
 	if err != nil {
 		t.Fatal(err)

@@ -133,6 +133,7 @@ func expand(args []string, env map[string]string, mounts map[string]string) []st
 // simulator, then the merge Job's two containers over the same "volume".
 func TestKubernetesIndexedJob(t *testing.T) {
 	t.Parallel()
+	long(t)
 	shardsDocs := k8sDocs(t, "../deploy/k8s/slogate-shards.yaml")
 	mergeDocs := k8sDocs(t, "../deploy/k8s/slogate-merge.yaml")
 

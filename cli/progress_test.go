@@ -12,6 +12,7 @@ import (
 // plain progress lines, without escape codes; --quiet prints none.
 func TestRunProgressWithoutTTY(t *testing.T) {
 	t.Parallel()
+	long(t)
 	url := startSim(t, sim.Options{Seed: 1})
 	cfg := writeConfig(t, tinyConfig)
 	for _, quiet := range []bool{false, true} {

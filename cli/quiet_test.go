@@ -24,12 +24,29 @@ import (
 
 // testParallel is the cli tests' default -parallel: each waits on its own engine for
 // most of its time (the package's tests use about 45 CPU seconds in 8.5 minutes of
-// waiting when run one at a time).
-const testParallel = 16
+// waiting when run one at a time). Under -race the tests cost several times the CPU,
+// and with 16 at once the load generators' and engines' timings got noisy enough that
+// A/B and repeat jobs no longer decided what they decide on a quieter machine.
+func testParallel() int {
+	if raceDetector {
+		return 6
+	}
+	return 16
+}
 
 // quiet marks t as a test that needs a quiet machine: it runs alone in this binary (it
 // never calls t.Parallel). It is a marker, for readers and for grep.
 func quiet(t *testing.T) { t.Helper() }
+
+// long marks a test that takes five seconds or more (an A/B or calibration job of many
+// blocks or runs, a sweep, a CI job end to end): -short, the quick loop while editing,
+// skips it; go test without -short runs it.
+func long(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("takes 5 s or more: runs without -short")
+	}
+}
 
 // retryQuiet runs try once, and once more if it returns a reason the machine was too
 // busy to judge; a second such reason fails the test with both.

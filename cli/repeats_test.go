@@ -20,6 +20,7 @@ import (
 // every repeat, its last trial says so, and its gate accepts them.
 func TestRunRepeatsStopWhenDecided(t *testing.T) {
 	t.Parallel()
+	long(t)
 	withRepeats := func(cfg string, n int) string {
 		return strings.Replace(cfg, "    seed: 3\n", "    seed: 3\n    repeats: "+itoa(n)+"\n", 1)
 	}

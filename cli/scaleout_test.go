@@ -53,6 +53,7 @@ func runShards(t *testing.T, cfg, url string, n int, startAt time.Time, stagger 
 
 func TestSynchronizedShardsMergeToOneRun(t *testing.T) {
 	quiet(t)
+	long(t)
 	url := startSim(t, sim.Options{Seed: 1})
 	cfg := writeConfig(t, scaleConfig)
 
@@ -191,6 +192,7 @@ func TestSynchronizedShardsMergeToOneRun(t *testing.T) {
 
 func TestMergeRefusesShardsOfDifferentStarts(t *testing.T) {
 	t.Parallel()
+	long(t)
 	url := startSim(t, sim.Options{Seed: 1})
 	cfg := writeConfig(t, scaleConfig)
 	a := runShards(t, cfg, url, 2, time.Now().Add(2*time.Second), 0)
@@ -297,6 +299,7 @@ func ciStep(t *testing.T, env map[string]string) (int, string, map[string]string
 // gates the merged run and posts one comment.
 func TestCIShardMatrixFanIn(t *testing.T) {
 	t.Parallel()
+	long(t)
 	url := startSim(t, sim.Options{Seed: 1})
 	cfg := scaleConfig + "gate:\n  baselines: baselines\n  drift: {tool.version: ignore}\n  rules:\n    goodput: {direction: higher, tolerance: 50%}\n    error_rate: {max: 5%}\n"
 	gh := newFakeGitHub(t)

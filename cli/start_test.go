@@ -45,7 +45,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	waittest.Main(m, testParallel)
+	waittest.Main(m, testParallel())
 }
 
 // nthStartSeed counts this start in the file counter (one byte appended per start) and
@@ -211,6 +211,7 @@ func TestRunEngineReadyTimeout(t *testing.T) {
 // 3 s), with one start a side judged by the ratio alone, and says so.
 func TestGateEngineStart(t *testing.T) {
 	t.Parallel()
+	long(t)
 	dir := t.TempDir()
 	rules := "gate:\n  rules:\n    engine_start: {direction: lower, tolerance: 30%}\n    first_token_after_start: {max: 10m}\n"
 	write := func(name, simArgs string) string {

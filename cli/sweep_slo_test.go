@@ -75,9 +75,7 @@ func singleSlotServer(t *testing.T) string {
 // tell 97% from 95% for certain.
 func TestSweepJudgesTheDeclaredSLO(t *testing.T) {
 	quiet(t)
-	if testing.Short() {
-		t.Skip("sweeps a server for about 20 s")
-	}
+	long(t)
 	url := singleSlotServer(t)
 	cfg := writeConfig(t, `version: 1
 target: {api: completions, engine: openai}

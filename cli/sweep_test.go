@@ -50,9 +50,7 @@ const sweepSlowdown = 10
 // model docs/sim.md derives; divided by the slowdown).
 func TestSweepFindsAnalyticalCapacity(t *testing.T) {
 	quiet(t)
-	if testing.Short() {
-		t.Skip("sweeps the simulator for about 40 s")
-	}
+	long(t)
 	url := startSim(t, sim.Options{Seed: 1, Faults: sim.Faults{Slowdown: sweepSlowdown}})
 	cfg := writeConfig(t, sweepConfig)
 	var (

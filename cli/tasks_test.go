@@ -19,6 +19,7 @@ import (
 // task_goodput rule; the capacity worksheet prices a completed task.
 func TestTasksEndToEnd(t *testing.T) {
 	t.Parallel()
+	long(t)
 	const config = `version: 1
 target: {api: chat, engine: auto}
 model: {name: sim-tiny}

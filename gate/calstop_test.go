@@ -78,6 +78,7 @@ func ptr(x float64) *float64 { return &x }
 // true spread just under it "too narrow" is wrong; over 2,000 simulated calibrations of
 // normal runs each wrong decision stays under 5%.
 func TestLookCalibrationErrorRate(t *testing.T) {
+	manyTrials(t)
 	f := testConfig([]workload.Rule{{Metric: "itl_p99", Direction: "lower", Tolerance: 0.10}})
 	w := &f.Workloads[0]
 	w.Repeats = 3
@@ -151,6 +152,7 @@ func sampleSDOf(xs []float64) float64 {
 // of normal runs per spread: the smaller the spread against the tolerance, the sooner it
 // is decided supported; a spread far above a tight tolerance is decided too narrow.
 func TestLookCalibrationRuns(t *testing.T) {
+	manyTrials(t)
 	mean := func(tol, sd float64) (float64, map[string]int) {
 		f := testConfig([]workload.Rule{{Metric: "itl_p99", Direction: "lower", Tolerance: tol}})
 		w := &f.Workloads[0]

@@ -3,6 +3,8 @@ package gate
 import (
 	"os"
 	"testing"
+
+	"github.com/slogate/slogate/internal/waittest"
 )
 
 // TestMain runs this package's tests at the lowest CPU priority. Its statistical suites
@@ -11,6 +13,21 @@ import (
 // schedules to the millisecond. At the lowest priority the arithmetic takes whatever
 // the timing tests leave, and their schedules hold.
 func TestMain(m *testing.M) {
-	yieldCPU()
+	waittest.YieldCPU()
 	os.Exit(m.Run())
+}
+
+// manyTrials marks a test that measures a decision rule over many seeded trials: pure
+// arithmetic whose inner loops the race detector does not instrument (gate/stats's
+// kernels), ten times slower under -race for nothing it could find there. Under -race it
+// skips, and under -short (the quick loop); `go test ./...` runs it, and so does
+// .ci/run, once, without -race.
+func manyTrials(t *testing.T) {
+	t.Helper()
+	if raceDetector {
+		t.Skip("seeded many-trial statistics: run without -race (go test ./... and .ci/run do)")
+	}
+	if testing.Short() {
+		t.Skip("seeded many-trial statistics: run without -short")
+	}
 }

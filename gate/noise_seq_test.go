@@ -314,15 +314,10 @@ const seqMax = 32
 // the rule either way, caught 188 of 200 from block 8 and stopped the unchanged engine
 // in a median of 12 blocks.
 func TestNoiseSequential(t *testing.T) {
-	if raceDetector {
-		t.Skip("800 sequential jobs: run without -race (.ci/run does)")
-	}
+	manyTrials(t)
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	fixed := restarts.gpuTime(recommended.blocks)
 	recipes := []recipe{restarts, swaps}
-	if testing.Short() {
-		recipes = recipes[:1]
-	}
 	// The stopping rules judged below, each on the same 200 A/A and 200 regressed
 	// trials of its recipe (seqSummaries draws each trial's blocks once).
 	plain := ABStop{MinBlocks: 4, MaxBlocks: seqMax}
@@ -435,9 +430,7 @@ func TestNoiseSequential(t *testing.T) {
 // is below the 95% target, so no stopping rule or interval over one start per engine
 // meets it under this noise; the test fails if that stops being so.
 func TestNoiseSwapBudget(t *testing.T) {
-	if raceDetector || testing.Short() {
-		t.Skip("200 jobs of 12 blocks: run without -race (.ci/run does)")
-	}
+	manyTrials(t)
 	const blocks = 12
 	if g := swaps.gpuTime(blocks); g*4 > restarts.gpuTime(recommended.blocks) {
 		t.Fatalf("%d swapped blocks take %.1f GPU minutes, over a quarter of the fixed recipe", blocks, g.Minutes())

@@ -3,6 +3,6 @@
 package gate
 
 // raceDetector says the tests run under -race, which makes the many-trial statistics
-// ten times slower and checks nothing in them that the plain run does not: .ci/run runs
-// those tests again without it.
+// ten times slower and checks nothing in them that the plain run does not: see
+// manyTrials.
 const raceDetector = true

@@ -156,6 +156,9 @@ func TestSharedPrefixHits(t *testing.T) {
 // Before the hits were attributed, this run was refused as warm (about 10% hit).
 func TestColdUnderKVPressureIsNotWarm(t *testing.T) {
 	t.Parallel()
+	if testing.Short() {
+		t.Skip("fills the KV cache of a slowed simulator for about 15 s: runs without -short")
+	}
 	const src = `version: 1
 target: {api: completions, engine: auto}
 model: {name: sim-tiny}

@@ -1,6 +1,0 @@
-//go:build !linux
-
-package gate
-
-// yieldCPU does nothing where threads' priorities are not set one by one.
-func yieldCPU() {}
