@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/slogate/slogate/gate"
 	"github.com/slogate/slogate/internal/waittest"
@@ -45,7 +46,8 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	waittest.Main(m, testParallel())
+	// The package takes about 2 minutes, 3 under -race.
+	waittest.Main(m, testParallel(), 8*time.Minute)
 }
 
 // nthStartSeed counts this start in the file counter (one byte appended per start) and

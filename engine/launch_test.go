@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(1)
 	}
-	waittest.Main(m, 8)
+	waittest.Main(m, 8, 3*time.Minute) // the package takes under 10 s
 }
 
 // freeAddr is a loopback address held for t (waittest.HoldPort): nothing answers there

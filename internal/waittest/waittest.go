@@ -13,24 +13,34 @@ import (
 	"time"
 )
 
-// Main runs a package's tests with -test.parallel at parallel unless the command line
-// set it, and exits with their status. It is for packages whose tests spend their time
-// waiting on engines and clocks, not on the CPU.
-func Main(m *testing.M, parallel int) {
-	SetParallel(parallel)
-	os.Exit(m.Run())
-}
-
-// SetParallel sets -test.parallel to n unless the command line set it.
-func SetParallel(n int) {
+// Main runs a package's tests with -test.parallel at parallel and -test.timeout at
+// timeout, each unless the command line set it, and exits with their status. It is for
+// packages whose tests spend their time waiting on engines and clocks, not on the CPU:
+// more of them at once, and a whole-binary deadline a few times what the package takes
+// on a loaded 2-core machine under -race, so that a hang fails in minutes, naming the
+// tests still running and where every goroutine waits, instead of at go test's 10.
+func Main(m *testing.M, parallel int, timeout time.Duration) {
 	if !flag.Parsed() {
 		flag.Parse()
 	}
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set {
-		_ = flag.Set("test.parallel", fmt.Sprint(n))
+	if !isSet("test.parallel") {
+		_ = flag.Set("test.parallel", fmt.Sprint(parallel))
 	}
+	// go test passes its own default, -test.timeout=10m0s, when -timeout is not given.
+	if f := flag.Lookup("test.timeout"); f != nil && (!isSet("test.timeout") || f.Value.String() == goTestTimeout) {
+		_ = flag.Set("test.timeout", timeout.String())
+	}
+	os.Exit(m.Run())
+}
+
+// goTestTimeout is the -test.timeout that go test passes when its -timeout is not given.
+const goTestTimeout = "10m0s"
+
+// isSet says whether the command line set the flag name.
+func isSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // Context is a context for one wait of t: it ends after d, or when t ends. When d passes
