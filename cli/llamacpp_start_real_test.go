@@ -1,13 +1,13 @@
 package cli
 
 import (
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/slogate/slogate/internal/waittest"
 	"github.com/slogate/slogate/result"
 )
 
@@ -27,7 +27,7 @@ func TestLlamaCppRealStartup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := givenBackPort(t) // llama-server binds it itself, without sharing
+	addr := waittest.GivenBackPort(t) // llama-server binds it itself, without sharing
 	_, port, _ := strings.Cut(addr, ":")
 	start := "  start:\n    command: [" + strings.Join([]string{bin, "-m", model, "--host", "127.0.0.1", "--port", port, "-t", "1", "-c", "2048", "-np", "4", "--alias", "stories260k"}, ", ") +
 		"]\n    ready_timeout: 120s\n"
@@ -56,16 +56,4 @@ func TestLlamaCppRealStartup(t *testing.T) {
 	if i < 0 || st.Phases[i].Source != "seen" || st.Phases[i].AtMS > st.ReadyMS || st.Phases[i].Seconds*1e3 > st.ReadyMS {
 		t.Errorf("no model_load timed between llama.cpp's lines: %+v", st.Phases)
 	}
-}
-
-// givenBackPort is a loopback port the system gave out and took back, for an engine that
-// binds its port itself and cannot share it (freeAddr's held port needs SO_REUSEPORT).
-func givenBackPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }

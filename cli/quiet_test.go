@@ -28,7 +28,7 @@ import (
 // and with 16 at once the load generators' and engines' timings got noisy enough that
 // A/B and repeat jobs no longer decided what they decide on a quieter machine.
 func testParallel() int {
-	if raceDetector {
+	if waittest.Race {
 		return 6
 	}
 	return 16

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/slogate/slogate/internal/waittest"
 	"github.com/slogate/slogate/workload"
 )
 
@@ -78,7 +79,7 @@ func ptr(x float64) *float64 { return &x }
 // true spread just under it "too narrow" is wrong; over 2,000 simulated calibrations of
 // normal runs each wrong decision stays under 5%.
 func TestLookCalibrationErrorRate(t *testing.T) {
-	manyTrials(t)
+	waittest.ManyTrials(t)
 	f := testConfig([]workload.Rule{{Metric: "itl_p99", Direction: "lower", Tolerance: 0.10}})
 	w := &f.Workloads[0]
 	w.Repeats = 3
@@ -152,7 +153,7 @@ func sampleSDOf(xs []float64) float64 {
 // of normal runs per spread: the smaller the spread against the tolerance, the sooner it
 // is decided supported; a spread far above a tight tolerance is decided too narrow.
 func TestLookCalibrationRuns(t *testing.T) {
-	manyTrials(t)
+	waittest.ManyTrials(t)
 	mean := func(tol, sd float64) (float64, map[string]int) {
 		f := testConfig([]workload.Rule{{Metric: "itl_p99", Direction: "lower", Tolerance: tol}})
 		w := &f.Workloads[0]

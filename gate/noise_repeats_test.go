@@ -7,6 +7,7 @@ import (
 
 	"github.com/slogate/slogate/gate/gatetest"
 	"github.com/slogate/slogate/gate/stats"
+	"github.com/slogate/slogate/internal/waittest"
 )
 
 // repeatsTally counts what sequential candidate repeats did over many trials.
@@ -84,7 +85,7 @@ func seqRepeats(t *testing.T, nWorlds, perWorld, repeats int, spec gatetest.Spec
 // most 5, at most 1% of the unchanged fail, at least 95% of the regressed do, in fewer
 // runs on average than the fixed 3.
 func TestNoiseRepeatsSequential(t *testing.T) {
-	manyTrials(t)
+	waittest.ManyTrials(t)
 	for _, most := range []int{3, 5} {
 		aa := seqRepeats(t, 20, 10, most, gatetest.Spec{})
 		slow := seqRepeats(t, 6, 10, most, gatetest.Spec{GapScale: 1.2})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/slogate/slogate/gate/gatetest"
 	"github.com/slogate/slogate/gate/stats"
+	"github.com/slogate/slogate/internal/waittest"
 	"github.com/slogate/slogate/sim"
 	"github.com/slogate/slogate/workload"
 )
@@ -314,7 +315,7 @@ const seqMax = 32
 // the rule either way, caught 188 of 200 from block 8 and stopped the unchanged engine
 // in a median of 12 blocks.
 func TestNoiseSequential(t *testing.T) {
-	manyTrials(t)
+	waittest.ManyTrials(t)
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	fixed := restarts.gpuTime(recommended.blocks)
 	recipes := []recipe{restarts, swaps}
@@ -430,7 +431,7 @@ func TestNoiseSequential(t *testing.T) {
 // is below the 95% target, so no stopping rule or interval over one start per engine
 // meets it under this noise; the test fails if that stops being so.
 func TestNoiseSwapBudget(t *testing.T) {
-	manyTrials(t)
+	waittest.ManyTrials(t)
 	const blocks = 12
 	if g := swaps.gpuTime(blocks); g*4 > restarts.gpuTime(recommended.blocks) {
 		t.Fatalf("%d swapped blocks take %.1f GPU minutes, over a quarter of the fixed recipe", blocks, g.Minutes())

@@ -11,6 +11,7 @@ import (
 
 	"github.com/slogate/slogate/gate/gatetest"
 	"github.com/slogate/slogate/gate/stats"
+	"github.com/slogate/slogate/internal/waittest"
 	"github.com/slogate/slogate/result"
 	"github.com/slogate/slogate/sim"
 	"github.com/slogate/slogate/workload"
@@ -242,7 +243,7 @@ func atMost(t *testing.T, what string, tl *tally, v Verdict, max float64) {
 }
 
 func TestNoiseAAFalseFail(t *testing.T) {
-	manyTrials(t)
+	waittest.ManyTrials(t)
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	// 200 trials in each mode: ≤ 1% is ≤ 2 fails.
 	c := committed(t, 20, 10, func(int, int, int) gatetest.Spec { return gatetest.Spec{} })
@@ -254,7 +255,7 @@ func TestNoiseAAFalseFail(t *testing.T) {
 }
 
 func TestNoisePowerITLRegression(t *testing.T) {
-	manyTrials(t)
+	waittest.ManyTrials(t)
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	// 60 trials each: a power of 95% gives ≤ 3 misses; one of 85% would give 4 or more
 	// 99.7% of the time.
@@ -283,7 +284,7 @@ func TestNoisePowerITLRegression(t *testing.T) {
 // calibrated on a machine without it, sees the drift as a change of the candidate and
 // its verdict flaps between pass and not.
 func TestNoiseDrift(t *testing.T) {
-	manyTrials(t)
+	waittest.ManyTrials(t)
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	job := time.Duration(recommended.blocks) * blockSpan
 	ab := abJob(t, 60, func(_, b int, _ bool) gatetest.Spec {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+
+	"github.com/slogate/slogate/internal/waittest"
 )
 
 // These tests check the gate's statistics as a whole on synthetic runs: how often it
@@ -40,7 +42,7 @@ func (c *verdictCounts) String() string {
 // TestAAFalseFail draws baseline and candidate from the same distribution: the gate must
 // fail at most 1% of the time, at the default 2000 resamples.
 func TestAAFalseFail(t *testing.T) {
-	manyTrials(t)
+	waittest.ManyTrials(t)
 	// 200 trials, as DESIGN's acceptance asks: ≤ 1% is then ≤ 2 fails.
 	const trials = 200
 	var itl, goodput verdictCounts
@@ -69,7 +71,7 @@ func TestAAFalseFail(t *testing.T) {
 // TestPowerITLRegression injects a 20% p99-ITL regression, twice the tolerance: with
 // 2000 requests per side the gate must fail at least 95% of the time.
 func TestPowerITLRegression(t *testing.T) {
-	manyTrials(t)
+	waittest.ManyTrials(t)
 	// 40 trials: enough to tell a power of 95% from one of 80% (40 trials at 80% give
 	// 38 or more fails 0.8% of the time), few enough for -race on 2 cores (each trial
 	// bootstraps 2 × 2000 requests × ~170 gaps, 2000 times).

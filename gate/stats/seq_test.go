@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/slogate/slogate/internal/waittest"
 )
 
 // mixture is the martingale M_n at μ0, computed directly from its definition: the
@@ -45,7 +47,7 @@ func TestConfidenceSequenceEndsAreTheMartingaleBound(t *testing.T) {
 // stops on the first decision would, loses it far more often. That is why the A/B job
 // stops on the sequence and not on its fixed-size interval.
 func TestConfidenceSequenceHoldsAtEveryLook(t *testing.T) {
-	manyTrials(t)
+	waittest.ManyTrials(t)
 	const trials, n = 4000, 24
 	var seqMiss, tMiss int
 	for i := range trials {
@@ -160,7 +162,7 @@ func pairBlocks(ds []float64) []Block {
 // some look in far more than 5% of the jobs; with it, known or estimated on 9 degrees
 // of freedom, in at most 5%.
 func TestSequenceWithSharedPartHoldsAtEveryLook(t *testing.T) {
-	manyTrials(t)
+	waittest.ManyTrials(t)
 	const trials, n, shared, own = 2000, 16, 0.045, 0.07
 	pol := Policy{Direction: LowerIsBetter, Tolerance: 0.05, Confidence: 0.95, Resamples: 1, AllowFewResamples: true}
 	var plain, known, estimated int

@@ -7,16 +7,11 @@ import (
 	"testing"
 )
 
-// HoldPort returns a loopback port the system gave out and took back: where ports
-// cannot be shared, the engine binds it later.
+// HoldPort returns a loopback port the system gave out and took back (GivenBackPort):
+// where ports cannot be shared, the engine binds it later.
 func HoldPort(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
+	return GivenBackPort(t)
 }
 
 // Listen listens on addr.

@@ -8,6 +8,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"testing"
 	"time"
@@ -56,4 +57,41 @@ func Context(t testing.TB, d time.Duration, what string) context.Context {
 	})
 	t.Cleanup(func() { stop(); cancel() })
 	return ctx
+}
+
+// ManyTrials marks a test that measures a decision rule over many seeded trials: pure
+// arithmetic whose inner loops the race detector does not instrument (gate/stats's
+// kernels), ten times slower under -race for nothing it could find there. Under -race it
+// skips, and under -short (the quick loop while editing); `go test ./...` runs it, and so
+// does .ci/run, once, without -race.
+func ManyTrials(t testing.TB) {
+	t.Helper()
+	if Race {
+		t.Skip("seeded many-trial statistics: run without -race (go test ./... and .ci/run do)")
+	}
+	if testing.Short() {
+		t.Skip("seeded many-trial statistics: run without -short")
+	}
+}
+
+// GivenBackPort is a loopback address the system gave out and took back, for an engine
+// that binds its port itself and cannot share it with HoldPort's held socket (a real
+// llama-server). Another socket may take the port in between: use HoldPort where the
+// engine can share it.
+func GivenBackPort(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// MainYield runs a package's tests at the lowest CPU priority (YieldCPU) and exits with
+// their status: for packages of pure arithmetic, so that they take only what the timing
+// tests in other binaries beside them leave.
+func MainYield(m *testing.M) {
+	YieldCPU()
+	os.Exit(m.Run())
 }

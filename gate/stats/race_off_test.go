@@ -1,6 +1,0 @@
-//go:build !race
-
-package stats
-
-// raceDetector says the tests run under -race (manyTrials).
-const raceDetector = false

@@ -1,0 +1,6 @@
+//go:build race
+
+package waittest
+
+// Race says the tests run under -race.
+const Race = true
