@@ -38,9 +38,13 @@ func withSwapTimeouts(swap string) string {
 	return swap
 }
 
+// startSwapSim serves a simulator with swap sw in the test process, its steps five times
+// the profile's (ITL gaps of about 18 ms): at the profile's own 3.6 ms a busy test
+// process's scheduling delays doubled one block's ITL p99 against another's of the same
+// engine.
 func startSwapSim(t *testing.T, sw sim.Swap) *sim.Running {
 	t.Helper()
-	r, err := sim.Start(context.Background(), sim.Options{Seed: 1, Swap: sw})
+	r, err := sim.Start(context.Background(), sim.Options{Seed: 1, Swap: sw, Faults: sim.Faults{Slowdown: 5}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,6 +76,7 @@ func TestABSwapsWithoutRestarts(t *testing.T) {
 		{"resident", "{mode: resident}", sim.Swap{}, 0, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // independent jobs, each with its own engines
 			ra, rb := startSwapSim(t, c.sim), startSwapSim(t, c.sim)
 			base, cand := swapConfig(t, ra.URL, c.swap), swapConfig(t, rb.URL, c.swap)
 			dir := t.TempDir()
@@ -257,12 +262,8 @@ func TestABSwapAddsTheSpreadBetweenStarts(t *testing.T) {
 	// Four starts at speeds ×0.63, ×0.93, ×1.29 and ×1.56 (seeds 3, 1, 5, 14 at a log-sd
 	// of 0.3, steps four times the profile's so that a loaded host's delays do not
 	// swamp them): a spread between starts well above a run's own, whatever the clock.
-	calCfg := writeConfig(t, seededStartsConfig(t, "--slowdown 4 --noise-speed-sd 0.3", 3, 1, 5, 14))
-	a, out, errb := testApp(t)
-	if code := a.run(cmdCtx(t), []string{"calibrate", "-c", calCfg, "--runs", "4", "-o", t.TempDir()}); code != ExitOK {
-		t.Fatalf("calibrate: exit %d\n%s\n%s", code, out, errb)
-	}
-	baselines := filepath.Join(filepath.Dir(calCfg), "baselines")
+	// The three cases are independent jobs, each with its own engines: they run side by
+	// side.
 	sw := sim.Swap{SleepMode: true, DevMode: true, SleepTime: 10 * time.Millisecond, WakeTime: 20 * time.Millisecond}
 
 	abJob := func(t *testing.T, baselines string, args ...string) gate.WorkloadResult {
@@ -284,6 +285,13 @@ func TestABSwapAddsTheSpreadBetweenStarts(t *testing.T) {
 	}
 
 	t.Run("calibrated", func(t *testing.T) {
+		t.Parallel()
+		calCfg := writeConfig(t, seededStartsConfig(t, "--slowdown 4 --noise-speed-sd 0.3", 3, 1, 5, 14))
+		a, out, errb := testApp(t)
+		if code := a.run(cmdCtx(t), []string{"calibrate", "-c", calCfg, "--runs", "4", "-o", t.TempDir()}); code != ExitOK {
+			t.Fatalf("calibrate: exit %d\n%s\n%s", code, out, errb)
+		}
+		baselines := filepath.Join(filepath.Dir(calCfg), "baselines")
 		w := abJob(t, baselines, "--blocks", "12", "--min-blocks", "4")
 		b, _, err := gate.DirStore(baselines).Lookup("small", w.Hardware)
 		if err != nil || b == nil || b.Noise == nil {
@@ -320,6 +328,7 @@ func TestABSwapAddsTheSpreadBetweenStarts(t *testing.T) {
 	// of its starts' means, which calibrate stores (start_means_sd), and each rule says
 	// so: starts_sd is √2 times that bound, not the spread of single runs.
 	t.Run("a part of 0", func(t *testing.T) {
+		t.Parallel()
 		cfg := writeConfig(t, seededStartsConfig(t, "--slowdown 4 --noise-speed-sd 0.3", 3, 14))
 		a, out, errb := testApp(t)
 		recs := t.TempDir()
@@ -363,6 +372,7 @@ func TestABSwapAddsTheSpreadBetweenStarts(t *testing.T) {
 	})
 
 	t.Run("uncalibrated", func(t *testing.T) {
+		t.Parallel()
 		w := abJob(t, t.TempDir(), "--blocks", "4")
 		if !slicesContains(w.Warnings, "no calibration of the baseline was found") || !slicesContains(w.Warnings, "slogate calibrate --restart-every K") {
 			t.Errorf("the job does not warn that the spread between starts is unknown: %q", w.Warnings)

@@ -34,6 +34,7 @@ func TestABAgainstSimulators(t *testing.T) {
 		{"same engine", "--slowdown 5", "4", gate.Pass, ExitOK},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // independent jobs, each with its own engines
 			base := writeConfig(t, startedSimConfig(t, "--slowdown 5"))
 			cand := writeConfig(t, startedSimConfig(t, c.candArgs))
 			dir := t.TempDir()
