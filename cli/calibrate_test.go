@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/slogate/slogate/gate"
+	"github.com/slogate/slogate/internal/waittest"
 	"github.com/slogate/slogate/result"
 )
 
@@ -16,7 +17,7 @@ import (
 // binary serving the simulator with the given sim flags.
 func startedSimConfig(t *testing.T, simArgs string) string {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := waittest.HoldPort(t)
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

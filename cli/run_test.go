@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/slogate/slogate/envinfo"
+	"github.com/slogate/slogate/internal/waittest"
 	"github.com/slogate/slogate/measure"
 	"github.com/slogate/slogate/result"
 	"github.com/slogate/slogate/sim"
@@ -168,7 +169,7 @@ func TestRunAgainstSimulator(t *testing.T) {
 func TestRunErrors(t *testing.T) {
 	t.Parallel()
 	url := startSim(t, sim.Options{Seed: 1})
-	dead := "http://" + freeAddr(t)
+	dead := "http://" + waittest.HoldPort(t)
 	cases := []struct {
 		name   string
 		config string

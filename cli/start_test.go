@@ -72,13 +72,9 @@ func nthStartSeed(counter string, seeds []string) int64 {
 	return seed
 }
 
-// freeAddr is a loopback address held for t (waittest.HoldPort): nothing answers there
-// until an engine that t starts (TestMain's simulator) serves on it.
-func freeAddr(t *testing.T) string { return waittest.HoldPort(t) }
-
 func TestRunStartsAndStopsTheEngine(t *testing.T) {
 	t.Parallel()
-	addr := freeAddr(t)
+	addr := waittest.HoldPort(t)
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +110,7 @@ func TestRunEngineThatNeverGetsReady(t *testing.T) {
 	t.Parallel()
 	// A command that exits at once: exit 3 with its output quoted.
 	cfg := strings.Replace(tinyConfig, "target: {api: completions, engine: auto}",
-		"target:\n  url: http://"+freeAddr(t)+"\n  start:\n    command: [sh, -c, \"echo CUDA out of memory; exit 1\"]\n    ready_timeout: 30s", 1)
+		"target:\n  url: http://"+waittest.HoldPort(t)+"\n  start:\n    command: [sh, -c, \"echo CUDA out of memory; exit 1\"]\n    ready_timeout: 30s", 1)
 	a, _, errb := testApp(t)
 	code := a.run(cmdCtx(t), []string{"run", "-c", writeConfig(t, cfg), "-o", t.TempDir()})
 	if code != ExitFailure || !strings.Contains(errb.String(), "exited before it was ready") || !strings.Contains(errb.String(), "CUDA out of memory") {

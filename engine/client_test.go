@@ -22,6 +22,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/slogate/slogate/internal/waittest"
 )
 
 // testTimeout bounds every request a test sends.
@@ -371,7 +373,7 @@ func TestStreamHeldOpenAfterDone(t *testing.T) {
 
 func TestStreamConnectRefused(t *testing.T) {
 	t.Parallel()
-	addr := freeAddr(t)
+	addr := waittest.HoldPort(t)
 	res := stream(t, NewClient(ClientOptions{BaseURL: "http://" + addr}), plainReq)
 	if res.ErrReason != ErrConnect || res.Status != 0 || res.ErrDetail == "" {
 		t.Fatalf("reason %q status %d detail %q", res.ErrReason, res.Status, res.ErrDetail)

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/slogate/slogate/internal/waittest"
 )
 
 // fakeEngine answers the given paths ("GET /version") with the given bodies; anything else
@@ -185,7 +187,7 @@ func TestIdentifyEngines(t *testing.T) {
 
 func TestIdentifyUnreachable(t *testing.T) {
 	t.Parallel()
-	addr := freeAddr(t)
+	addr := waittest.HoldPort(t)
 	_, err := Identify(context.Background(), IdentifyOptions{BaseURL: "http://" + addr})
 	if err == nil || !strings.Contains(err.Error(), "engine unreachable") {
 		t.Fatalf("err = %v, want engine unreachable", err)

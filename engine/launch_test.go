@@ -38,16 +38,12 @@ func TestMain(m *testing.M) {
 	waittest.Main(m, 8, 3*time.Minute) // the package takes under 10 s
 }
 
-// freeAddr is a loopback address held for t (waittest.HoldPort): nothing answers there
-// until an engine that t starts (TestMain's loading server) serves on it.
-func freeAddr(t *testing.T) string { return waittest.HoldPort(t) }
-
 // TestLaunchWaitsForHealth: an engine that lists its model while /health still answers
 // 503 (llama.cpp loading) is not ready until /health answers 200: the start records
 // /health's time, and ready is that, not the first listing of the model.
 func TestLaunchWaitsForHealth(t *testing.T) {
 	t.Parallel()
-	addr := freeAddr(t)
+	addr := waittest.HoldPort(t)
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/slogate/slogate/internal/waittest"
 )
 
 // vllmTokenize answers like vLLM: {"model","prompt"} -> {"count", "max_model_len", "tokens"};
@@ -114,7 +116,7 @@ func TestCountTokens(t *testing.T) {
 // A connection failure is not "no tokenizer": the caller must not silently estimate.
 func TestCountTokensUnreachable(t *testing.T) {
 	t.Parallel()
-	addr := freeAddr(t)
+	addr := waittest.HoldPort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	_, err := NewClient(ClientOptions{BaseURL: "http://" + addr, APIKey: "sk-secret"}).CountTokens(ctx, "x")

@@ -233,12 +233,29 @@ func seqJobsEach(t *testing.T, set seqSet, judges []judge) [][]seqTrial {
 }
 
 // seqSummaries summarises seqJobsEach's trials by judge.
-func seqSummaries(t *testing.T, set seqSet, judges []judge) map[judge]seqSummary {
-	out := map[judge]seqSummary{}
+func seqSummaries(t *testing.T, set seqSet, judges []judge) judged {
+	out := judged{t: t, by: map[judge]seqSummary{}}
 	for k, ts := range seqJobsEach(t, set, judges) {
-		out[judges[k]] = summarise(ts, set.rc)
+		out.by[judges[k]] = summarise(ts, set.rc)
 	}
 	return out
+}
+
+// judged is seqSummaries' summaries by judge.
+type judged struct {
+	t  *testing.T
+	by map[judge]seqSummary
+}
+
+// of is j's summary; a judge that was not run fails the test (its zero summary, of no
+// trials, would meet every bound).
+func (d judged) of(j judge) seqSummary {
+	d.t.Helper()
+	s, ok := d.by[j]
+	if !ok {
+		d.t.Fatalf("no trials were judged by %+v", j)
+	}
+	return s
 }
 
 // onDefaultCal is stops judged as `slogate ab` judges them, a swapped job adding the
@@ -350,8 +367,8 @@ func TestNoiseSequential(t *testing.T) {
 		}
 		aaBy := seqSummaries(t, seqSet{200, rc, 0, gpuNoise}, onDefaultCal(stops...))
 		slowBy := seqSummaries(t, seqSet{200, rc, 1.2, gpuNoise}, onDefaultCal(stops...))
-		aaOf := func(s ABStop) seqSummary { return aaBy[judge{stop: s, cal: defaultCal}] }
-		slowOf := func(s ABStop) seqSummary { return slowBy[judge{stop: s, cal: defaultCal}] }
+		aaOf := func(s ABStop) seqSummary { return aaBy.of(judge{stop: s, cal: defaultCal}) }
+		slowOf := func(s ABStop) seqSummary { return slowBy.of(judge{stop: s, cal: defaultCal}) }
 		aa, slow := aaOf(plain), slowOf(plain)
 		t.Logf("%s, A/A: %v", rc, aa)
 		t.Logf("%s, ITL ×1.2: %v", rc, slow)
@@ -503,9 +520,9 @@ func TestNoiseSwapBudget(t *testing.T) {
 	// them.
 	fixedStop := ABStop{MinBlocks: blocks, MaxBlocks: blocks}
 	fin := ABStop{MinBlocks: 4, MaxBlocks: blocks, FinalShare: 0.5}
-	aaBy, slowBy := map[float64]map[judge]seqSummary{}, map[float64]map[judge]seqSummary{}
+	aaBy, slowBy := map[float64]judged{}, map[float64]judged{}
 	for _, c := range cases {
-		if aaBy[c.sd] != nil {
+		if _, ok := aaBy[c.sd]; ok {
 			continue
 		}
 		var judges []judge
@@ -523,8 +540,8 @@ func TestNoiseSwapBudget(t *testing.T) {
 	for _, c := range cases {
 		sd, known := c.sd, c.known
 		cal := calKey{sd, c.starts, c.perStart}
-		fixed, aaFixed := slowBy[sd][judge{fixedStop, cal, known}], aaBy[sd][judge{fixedStop, cal, known}]
-		aaFin, slowFin := aaBy[sd][judge{fin, cal, known}], slowBy[sd][judge{fin, cal, known}]
+		fixed, aaFixed := slowBy[sd].of(judge{fixedStop, cal, known}), aaBy[sd].of(judge{fixedStop, cal, known})
+		aaFin, slowFin := aaBy[sd].of(judge{fin, cal, known}), slowBy[sd].of(judge{fin, cal, known})
 		t.Logf("starts' sd %.2f (known to be 0: %v; calibrations of %d starts × %d runs), %d swapped blocks: ITL ×1.2 failed by the fixed job in %d of 200 (A/A %d failed, %d passed); with a final share of 0.5 in %d (A/A %d failed)",
 			sd, known, c.starts, c.perStart, blocks, fixed.itlFail, aaFixed.fail, aaFixed.pass, slowFin.itlFail, aaFin.fail)
 		meets := fixed.itlFail*100 >= 95*fixed.n && aaFixed.fail*100 <= aaFixed.n

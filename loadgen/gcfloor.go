@@ -17,9 +17,9 @@ import (
 // that rate (GODEBUG=gctrace=1), about every half minute, and none in a 5-s point. The ballast is one pointer-free object: marking it costs nothing,
 // and its pages are never written, so the process's resident memory does not grow by it
 // (the kernel maps a page only when it is touched; TestGCFloorIsNotResident). The runtime
-// does sometimes zero a fresh allocation this large (2 of 40 fresh processes here came out
-// with all 64 MB resident), so the ballast's pages are handed back to the kernel once
-// allocated (releasePages): they read as zeros, and nothing reads them. It is kept
+// does sometimes zero a fresh allocation this large (TestGCFloorIsNotResident found all
+// 64 MB resident in 4 of 30 fresh processes), so the ballast's pages are handed back to
+// the kernel once allocated (releasePages): they read as zeros, and nothing reads them. It is kept
 // rather than dropped after each run because the runtime zeroes memory it reuses: a
 // second ballast in the freed one's place would be written, and resident. What does grow
 // is the garbage between cycles: up to GCFloor more, resident until collected.

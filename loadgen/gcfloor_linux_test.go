@@ -34,10 +34,9 @@ func rssKB(t *testing.T) int64 {
 // The ballast must move the collector's goal, not the process's resident memory, however
 // many runs hold it.
 //
-// It measures a process of its own, started for it: in the test binary's process the
-// ballast could take spans that earlier tests' allocations left, which the runtime zeroes
-// (writes) before reuse, and the resident memory would grow whatever holdGCFloor did
-// (seen under -race, 64 MB).
+// It measures a process of its own, started for it: a process holds the ballast from
+// its first Run on, so in the test binary's process an earlier test may have allocated
+// it already, and nothing would be measured.
 func TestGCFloorIsNotResident(t *testing.T) {
 	t.Parallel()
 	if os.Getenv("SLOGATE_TEST_GCFLOOR_CHILD") == "" {

@@ -63,8 +63,8 @@ func Listen(addr string) (net.Listener, error) {
 func DieWithParent() {
 	ppid := os.Getppid()
 	_ = unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0)
-	// The parent may have died before the signal was asked for.
-	if os.Getppid() != ppid || ppid == 1 {
+	// The parent may have died between the two reads of the parent's pid.
+	if os.Getppid() != ppid {
 		os.Exit(1)
 	}
 }
