@@ -266,10 +266,20 @@ func TestABSwapAddsTheSpreadBetweenStarts(t *testing.T) {
 	// side.
 	sw := sim.Swap{SleepMode: true, DevMode: true, SleepTime: 10 * time.Millisecond, WakeTime: 20 * time.Millisecond}
 
-	abJob := func(t *testing.T, baselines string, args ...string) gate.WorkloadResult {
+	abJob := func(t *testing.T, rules, baselines string, args ...string) gate.WorkloadResult {
 		t.Helper()
 		ra, rb := startSwapSim(t, sw), startSwapSim(t, sw)
-		base, cand := swapConfig(t, ra.URL, "{mode: sleep}"), swapConfig(t, rb.URL, "{mode: sleep}")
+		withRules := func(cfg string) string {
+			if rules == "" {
+				return cfg
+			}
+			raw, err := os.ReadFile(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return writeConfig(t, string(raw)+rules)
+		}
+		base, cand := withRules(swapConfig(t, ra.URL, "{mode: sleep}")), withRules(swapConfig(t, rb.URL, "{mode: sleep}"))
 		dir := t.TempDir()
 		a, out, errb := testApp(t)
 		code := a.run(cmdCtx(t), append([]string{"ab", "-c", cand, "--baseline-config", base, "--baselines", baselines, "-o", dir}, args...))
@@ -286,13 +296,18 @@ func TestABSwapAddsTheSpreadBetweenStarts(t *testing.T) {
 
 	t.Run("calibrated", func(t *testing.T) {
 		t.Parallel()
-		calCfg := writeConfig(t, seededStartsConfig(t, "--slowdown 4 --noise-speed-sd 0.3", 3, 1, 5, 14))
+		// ITL p50 carries each start's speed whatever the host does; ITL p99 of one run
+		// is a handful of tokens, and on a loaded host (the race suite beside five other
+		// jobs) the host's stalls in them outweighed the starts (within-run spread 0.34
+		// against 0.31 between runs), so its part between starts came out 0.
+		rules := "gate:\n  rules:\n    goodput: {direction: higher, tolerance: 5%}\n    itl_p50: {direction: lower, tolerance: 10%}\n    itl_p99: {direction: lower, tolerance: 10%}\n"
+		calCfg := writeConfig(t, seededStartsConfig(t, "--slowdown 4 --noise-speed-sd 0.3", 3, 1, 5, 14)+rules)
 		a, out, errb := testApp(t)
 		if code := a.run(cmdCtx(t), []string{"calibrate", "-c", calCfg, "--runs", "4", "-o", t.TempDir()}); code != ExitOK {
 			t.Fatalf("calibrate: exit %d\n%s\n%s", code, out, errb)
 		}
 		baselines := filepath.Join(filepath.Dir(calCfg), "baselines")
-		w := abJob(t, baselines, "--blocks", "12", "--min-blocks", "4")
+		w := abJob(t, rules, baselines, "--blocks", "12", "--min-blocks", "4")
 		b, _, err := gate.DirStore(baselines).Lookup("small", w.Hardware)
 		if err != nil || b == nil || b.Noise == nil {
 			t.Fatalf("the calibrated baseline on %s: %v %v", w.Hardware, b, err)
@@ -300,13 +315,14 @@ func TestABSwapAddsTheSpreadBetweenStarts(t *testing.T) {
 		if !slicesContains(w.Warnings, "the intervals add the spread between engine starts of the baseline's calibration") {
 			t.Errorf("the job does not say it added the spread between starts: %q", w.Warnings)
 		}
-		checked := 0
+		checked := map[string]bool{}
 		for _, m := range w.Metrics {
 			ms := b.Noise.Lookup(m.Metric)
 			if ms == nil || ms.Components == nil || ms.Components.StartsSD == nil || *ms.Components.StartsSD == 0 || m.Method != gate.MethodBlocks {
 				continue
 			}
 			want := math.Sqrt2 * *ms.Components.StartsSD
+			t.Logf("%s: calibration's spread between starts %.3f, within a run %.3f", m.Metric, *ms.Components.StartsSD, ms.Components.WithinSD)
 			if m.Noise == nil || math.Abs(m.Noise.StartsSD-want) > 1e-5 || m.Noise.BetweenSD < m.Noise.StartsSD {
 				t.Errorf("%s: noise %+v, want starts_sd %.6f (√2 × the calibration's %.6f) within between_sd", m.Metric, m.Noise, want, *ms.Components.StartsSD)
 				continue
@@ -316,10 +332,10 @@ func TestABSwapAddsTheSpreadBetweenStarts(t *testing.T) {
 			if m.Ratio == nil || m.Hi == nil || *m.Hi / *m.Ratio < math.Exp(1.96*want)*(1-1e-6) {
 				t.Errorf("%s: ratio %v interval up to %v: narrower than the spread between starts (±%.1f%%) allows", m.Metric, m.Ratio, m.Hi, 100*(math.Exp(1.96*want)-1))
 			}
-			checked++
+			checked[m.Metric] = true
 		}
-		if checked == 0 {
-			t.Fatalf("no gated rule had a spread between starts to add: calibration %+v, metrics %+v", b.Noise.Metrics, w.Metrics)
+		if !checked["itl_p50"] {
+			t.Fatalf("ITL p50 had no spread between starts to add: calibration %+v, metrics %+v", b.Noise.Metrics, w.Metrics)
 		}
 	})
 
@@ -351,7 +367,7 @@ func TestABSwapAddsTheSpreadBetweenStarts(t *testing.T) {
 		if _, err := gate.Write(dir, b); err != nil {
 			t.Fatal(err)
 		}
-		w := abJob(t, dir, "--blocks", "4")
+		w := abJob(t, "", dir, "--blocks", "4")
 		checked := 0
 		for _, m := range w.Metrics {
 			bound, ok := bounds[m.Metric]
@@ -373,7 +389,7 @@ func TestABSwapAddsTheSpreadBetweenStarts(t *testing.T) {
 
 	t.Run("uncalibrated", func(t *testing.T) {
 		t.Parallel()
-		w := abJob(t, t.TempDir(), "--blocks", "4")
+		w := abJob(t, "", t.TempDir(), "--blocks", "4")
 		if !slicesContains(w.Warnings, "no calibration of the baseline was found") || !slicesContains(w.Warnings, "slogate calibrate --restart-every K") {
 			t.Errorf("the job does not warn that the spread between starts is unknown: %q", w.Warnings)
 		}
