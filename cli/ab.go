@@ -43,7 +43,10 @@ Writes
 each block's record
 (DIR/<workload>.ab<K>.<side>.json), gate.json, comment.md and report.html as gate and ci
 do (docs/noise.md).
-Exit codes: 0 pass, 1 the gate failed, 2 bad input, 3 an engine or the tool failed.`
+Exit codes: 0 pass, 1 the gate failed, 2 bad input, 3 an engine or the tool failed (or
+a block did not measure the engine: the job stops there, its blocks written), 4
+inconclusive: a rule was not decided (--fail-on, default inconclusive, says which
+verdict fails).`
 
 // abParams are the two sides of an A/B job.
 type abParams struct {
@@ -73,7 +76,11 @@ func (a *app) cmdAB(ctx context.Context, args []string) int {
 	fs.Var(&p.names, "w", "workload `name` (repeatable or comma-separated; default: all)")
 	fs.StringVar(&p.outDir, "o", "slogate-out", "output `dir`ectory")
 	fs.StringVar(&p.baselines, "baselines", "", "baselines `dir`ectory whose calibrations give the spread between engine starts (default: gate.baselines, relative to the config file)")
+	failOn := failOnFlag(fs)
 	if code, ok := a.parse(fs, args); !ok {
+		return code
+	}
+	if code, ok := a.checkFailOn(*failOn); !ok {
 		return code
 	}
 	if p.blocks < 4 || p.blocks%4 != 0 {
@@ -125,7 +132,7 @@ func (a *app) cmdAB(ctx context.Context, args []string) int {
 	if code != ExitOK {
 		return code
 	}
-	return ciResultExit(res, "fail")
+	return a.verdictExit(res, *failOn)
 }
 
 // abJob measures the blocks of every selected workload and gates them. It returns the
@@ -205,6 +212,9 @@ func (a *app) abJob(ctx context.Context, p abParams) (*gate.Result, []*result.Re
 				cand = append(cand, rec)
 			}
 			if code != ExitOK {
+				if why := rec.Unfit(); why != "" {
+					a.errorf("%s: the job stops at block %d (%s side), which did not measure the engine: %s; the %d blocks measured so far are in %s", w.Name, k+1, name, why, len(all), p.outDir)
+				}
 				return nil, nil, code
 			}
 			st, err := gate.LookAB(p.cand, stop, mine, cals)

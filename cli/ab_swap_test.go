@@ -84,7 +84,7 @@ func TestABSwapsWithoutRestarts(t *testing.T) {
 			code := a.run(cmdCtx(t), []string{"ab", "-c", cand, "--baseline-config", base, "--blocks", "4", "-o", dir})
 			res := abGateJSON(t, dir, code, out, errb)
 			// The same engine on both sides: never a failure.
-			if code != ExitOK || res.Verdict == gate.Fail || res.Verdict == gate.Error {
+			if (code != ExitOK && code != ExitInconclusive) || res.Verdict == gate.Fail || res.Verdict == gate.Error {
 				t.Fatalf("exit %d verdict %s\n%s", code, res.Verdict, errb)
 			}
 			var sum result.ABSwap
@@ -224,7 +224,7 @@ func TestABSwapStartsEachEngineOnce(t *testing.T) {
 	base, cand := withSwap("--sleep-mode --dev-mode --wake-time 50ms"), withSwap("--sleep-mode --dev-mode --wake-time 50ms")
 	dir := t.TempDir()
 	a, out, errb := testApp(t)
-	if code := a.run(cmdCtx(t), []string{"ab", "-c", cand, "--baseline-config", base, "--blocks", "4", "-o", dir}); code != ExitOK {
+	if code := a.run(cmdCtx(t), []string{"ab", "-c", cand, "--baseline-config", base, "--blocks", "4", "-o", dir}); code != ExitOK && code != ExitInconclusive {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errb)
 	}
 	var res gate.Result
@@ -284,7 +284,7 @@ func TestABSwapAddsTheSpreadBetweenStarts(t *testing.T) {
 		a, out, errb := testApp(t)
 		code := a.run(cmdCtx(t), append([]string{"ab", "-c", cand, "--baseline-config", base, "--baselines", baselines, "-o", dir}, args...))
 		raw, err := os.ReadFile(filepath.Join(dir, "gate.json"))
-		if err != nil || (code != ExitOK && code != ExitGateFailed) {
+		if err != nil || (code != ExitOK && code != ExitGateFailed && code != ExitInconclusive) {
 			t.Fatalf("exit %d, gate.json: %v\n%s\n%s", code, err, out, errb)
 		}
 		var res gate.Result

@@ -146,7 +146,7 @@ func (a *app) updateAllBaselines(f *workload.File, recs []*result.Record, sweeps
 	refused := false
 	for _, g := range todo {
 		for _, r := range g {
-			if why := gate.Unfit(r); why != "" {
+			if why := r.Unfit(); why != "" {
 				err := &gate.UnfitError{Workload: r.Workload, Trial: r.Trial, Reason: why}
 				a.errorf("refusing to make a baseline of %v", err)
 				refused = true

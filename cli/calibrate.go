@@ -293,12 +293,11 @@ func (a *app) measureOn(ctx context.Context, r *measure.Runner, f *workload.File
 		rec.Warmup.EngineStartS = started
 		rec.Startup = startup
 	}
-	switch {
-	case rec.Incomplete:
-		a.errorf("%s: run incomplete (%s)", w.Name, rec.IncompleteReason)
-		return rec, ExitFailure
-	case rec.Summary.ClientSaturated:
-		a.errorf("%s: the load generator could not keep the schedule: the run measured the client, not the engine", w.Name)
+	// The one check of whether the run measured the engine, as the gate makes it: a
+	// calibration run, a repeat or an A/B block that did not ends the job at once.
+	switch why := rec.Unfit(); {
+	case why != "":
+		a.errorf("%s: %s", w.Name, why)
 		return rec, ExitFailure
 	case ctx.Err() != nil:
 		return rec, ExitFailure

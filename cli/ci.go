@@ -36,7 +36,7 @@ INPUT_ALLOW-FORK-PRS, INPUT_WORKING-DIRECTORY) and, by mode:
   audit     show the baselines' versions, age and drift from this machine
   run       run only
 Every file (records, gate.json, comment.md, report.html, the job summary) is written
-before the first call to GitHub. The exit code follows fail-on (fail, warn, never); a
+before the first call to GitHub. The exit code follows fail-on (fail, inconclusive, warn, never); a
 tool or engine failure is exit 3 whatever fail-on says.`
 
 // ci is one run of the Action.
@@ -288,12 +288,12 @@ func (c *ci) publish(ctx context.Context, res *gate.Result, recs []*result.Recor
 	case post && c.gh.IsPullRequest() && c.in.Token == "":
 		fmt.Fprintf(c.stderr, "slogate: github-token is empty: no pull request comment posted (the job summary and %s carry the result)\n", c.outDir)
 	case post && c.gh.IsPullRequest():
-		if code := c.comment(ctx, marker, md, create); code != ExitOK && c.in.FailOn != "never" {
+		if code := c.comment(ctx, marker, md, create); code != ExitOK && c.in.FailOn != gate.FailOnNever {
 			return code
 		}
 		c.setOutputs()
 	}
-	return ciResultExit(res, c.in.FailOn)
+	return c.verdictExit(res, c.in.FailOn)
 }
 
 // mainHistory adds a line to the history beside each judged baseline on a push to the
@@ -468,28 +468,6 @@ func ratioText(m gate.MetricResult) string {
 	return s
 }
 
-// ciResultExit is ciExitCode for a gate result: an allowed missing baseline passes.
-func ciResultExit(res *gate.Result, failOn string) int {
-	if res.Verdict == gate.NoBaseline && !res.Blocks() {
-		return ExitOK
-	}
-	return ciExitCode(res.Verdict, failOn)
-}
-
-// ciExitCode maps a verdict to the exit code under fail-on: "fail" is the gate's own
-// mapping, "warn" also fails on warnings, "never" fails only when the tool or engine did.
-func ciExitCode(v gate.Verdict, failOn string) int {
-	switch {
-	case v == gate.Error:
-		return ExitFailure
-	case failOn == "never":
-		return ExitOK
-	case v == gate.Warn && failOn == "warn":
-		return ExitGateFailed
-	}
-	return GateExitCode(v)
-}
-
 func (c *ci) modeBaseline(ctx context.Context) int {
 	var written []string
 	code := ExitOK
@@ -580,7 +558,7 @@ func (c *ci) modeAudit(ctx context.Context) int {
 	c.summary("## slogate: baseline audit\n\n```\n" + b.String() + "```\n")
 	c.setOutputs()
 	if au.Verdict == gate.Fail || au.Verdict == gate.Incomparable {
-		return ciExitCode(au.Verdict, c.in.FailOn)
+		return VerdictExit(&gate.Result{Verdict: au.Verdict}, c.in.FailOn)
 	}
 	return ExitOK
 }

@@ -30,7 +30,11 @@ func (a *app) cmdDemo(ctx context.Context, args []string) int {
 	out := fs.String("o", "slogate-out", "output `dir`ectory")
 	a.quietFlag(fs)
 	dur := fs.Duration("duration", 0, "override the workload's measured duration (a changed workload is incomparable with the committed baseline)")
+	failOn := failOnFlag(fs)
 	if code, ok := a.parse(fs, args); !ok {
+		return code
+	}
+	if code, ok := a.checkFailOn(*failOn); !ok {
 		return code
 	}
 	f, err := workload.Parse("demo.yaml", demoConfig)
@@ -81,5 +85,5 @@ func (a *app) cmdDemo(ctx context.Context, args []string) int {
 	}
 	report.GateTable(a.stdout, res)
 	fmt.Fprintf(a.stdout, "The pull-request comment is in %s, the HTML report in %s.\n", filepath.Join(*out, "comment.md"), rp)
-	return ciResultExit(res, "fail")
+	return a.verdictExit(res, *failOn)
 }

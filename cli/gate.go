@@ -27,21 +27,28 @@ writes the whole result as JSON (schema slogate.gate/v1, which a later gate over
 RESULTS_DIR passes over).
 Exit codes: 0 pass, warn or improved; 1 fail, or incomparable (a changed workload is not
 a pass); 2 bad input (config, flags, a baseline or run record that cannot be read);
-3 a run or sweep the gate refuses to judge (incomplete, or the load generator saturated).`
+3 a run or sweep the gate refuses to judge (incomplete, or the load generator saturated);
+4 inconclusive: a rule was not decided either way. --fail-on (default inconclusive)
+says which verdict fails: fail lets an inconclusive result exit 0, warn fails a warn
+too (exit 1), never exits 0 unless the tool or the engine failed.`
 
 func (a *app) cmdGate(ctx context.Context, args []string) int {
 	fs := a.flagSet("gate", gateUsage)
 	var p gateParams
 	p.register(fs)
 	jsonOut := fs.String("json", "", "write the result as JSON to `file`")
+	failOn := failOnFlag(fs)
 	if code, ok := a.parse(fs, args); !ok {
+		return code
+	}
+	if code, ok := a.checkFailOn(*failOn); !ok {
 		return code
 	}
 	f, recs, sweeps, code := a.gateInputs(p)
 	if f == nil {
 		return code
 	}
-	_, code = a.judge(f, recs, sweeps, p.baselines, p.names, *jsonOut)
+	_, code = a.judge(f, recs, sweeps, p.baselines, p.names, *jsonOut, *failOn)
 	return code
 }
 
@@ -50,7 +57,7 @@ func (a *app) cmdGate(ctx context.Context, args []string) int {
 // code. baselinesDir "" means gate.baselines relative to the config file; names restricts
 // the workloads judged. It is what `slogate gate` does after reading RESULTS_DIR, for a
 // command that has the records in hand.
-func (a *app) judge(f *workload.File, recs []*result.Record, sweeps []*result.Sweep, baselinesDir string, names []string, jsonOut string) (*gate.Result, int) {
+func (a *app) judge(f *workload.File, recs []*result.Record, sweeps []*result.Sweep, baselinesDir string, names []string, jsonOut, failOn string) (*gate.Result, int) {
 	res, err := gate.Evaluate(gate.Input{
 		Config: f, Runs: recs, Sweeps: sweeps, Store: baselineStore(f, baselinesDir), Workloads: names,
 		SweepHash: func(w *workload.Workload, sw *result.Sweep) string { return measure.SweepHash(f, w, sw) },
@@ -65,29 +72,65 @@ func (a *app) judge(f *workload.File, recs []*result.Record, sweeps []*result.Sw
 			return res, ExitFailure
 		}
 	}
-	return res, ResultExitCode(res)
+	return res, a.verdictExit(res, failOn)
 }
 
-// ResultExitCode is GateExitCode of the result's verdict, except that a result whose worst
-// verdict is no_baseline passes when the config allows missing baselines.
-func ResultExitCode(res *gate.Result) int {
-	if res.Verdict == gate.NoBaseline && !res.Blocks() {
-		return ExitOK
-	}
-	return GateExitCode(res.Verdict)
-}
-
-// GateExitCode maps a gate verdict to the exit code (DESIGN §5): incomparable is not a
-// pass, nor is a missing baseline, and a run the gate refuses to judge is a failure of
-// the tool or the engine.
-func GateExitCode(v gate.Verdict) int {
-	switch v {
-	case gate.Pass, gate.Warn, gate.Improved:
-		return ExitOK
-	case gate.Error:
+// VerdictExit maps a gate result to the exit code under fail-on (DESIGN §5): error is
+// exit 3 whatever fail-on says; fail, incomparable and a missing baseline the config does
+// not allow are exit 1 unless fail-on is never; inconclusive is exit 4 under fail-on
+// inconclusive (the default) and warn; warn is exit 1 under fail-on warn; pass, improved
+// and an allowed missing baseline are 0.
+func VerdictExit(res *gate.Result, failOn string) int {
+	v := res.Verdict
+	switch {
+	case v == gate.Error:
 		return ExitFailure
+	case failOn == gate.FailOnNever:
+		return ExitOK
+	case v == gate.NoBaseline && !res.Blocks():
+		return ExitOK
+	case v == gate.Pass || v == gate.Improved:
+		return ExitOK
+	case v == gate.Warn:
+		if failOn == gate.FailOnWarn {
+			return ExitGateFailed
+		}
+		return ExitOK
+	case v == gate.Inconclusive:
+		if failOn == gate.FailOnFail {
+			return ExitOK
+		}
+		return ExitInconclusive
 	}
 	return ExitGateFailed
+}
+
+// failOnFlag registers --fail-on on fs.
+func failOnFlag(fs *flag.FlagSet) *string {
+	return fs.String("fail-on", gate.DefaultFailOn, "which `verdict` fails the command: "+strings.Join(gate.FailOns, ", ")+" (exit 1 for fail and warn, 4 for inconclusive)")
+}
+
+// checkFailOn refuses a fail-on value that is none of gate.FailOns (exit 2).
+func (a *app) checkFailOn(v string) (int, bool) {
+	if err := gate.CheckFailOn(v); err != nil {
+		a.errorf("--fail-on %v", err)
+		return ExitBadInput, false
+	}
+	return 0, true
+}
+
+// verdictExit is VerdictExit, saying on stderr why an undecided result exits as it
+// does: 4, or 0 under fail-on fail, never silently.
+func (a *app) verdictExit(res *gate.Result, failOn string) int {
+	code := VerdictExit(res, failOn)
+	if res.Verdict == gate.Inconclusive {
+		if code == ExitOK {
+			a.errorf("warning: the verdict is inconclusive (a rule was not decided either way); fail-on %s lets it through with exit 0", failOn)
+		} else {
+			a.errorf("the verdict is inconclusive: a rule was not decided either way (exit %d; fail-on fail lets an undecided result through)", code)
+		}
+	}
+	return code
 }
 
 // gateParams are the flags gate and baseline update share.

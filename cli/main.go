@@ -30,6 +30,9 @@ const (
 	ExitGateFailed = 1 // the gate failed
 	ExitBadInput   = 2 // bad config, flags or baseline file
 	ExitFailure    = 3 // the tool or the engine failed (unreachable, crashed, client-saturated)
+	// ExitInconclusive: a rule was left undecided (verdict inconclusive) and fail-on is
+	// inconclusive (the default) or warn: nothing was shown either way.
+	ExitInconclusive = 4
 )
 
 // Main runs slogate with args (without the program name) and returns the exit code.
@@ -61,6 +64,9 @@ type app struct {
 	// tempDirFunc is where a record goes when the output directory fails at the end
 	// (nil: os.TempDir).
 	tempDirFunc func() string
+	// measured, when set, sees each run's record as measured (measure.Runner.Measured):
+	// tests make a block or a calibration run unfit.
+	measured func(*result.Record)
 }
 
 func (a *app) tempDir() string {

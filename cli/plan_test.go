@@ -39,6 +39,11 @@ func TestPlanFromCalibration(t *testing.T) {
 	if code := a.run(cmdCtx(t), []string{"plan", "-c", cfgPath, "--baselines", filepath.Join(dir, "none")}); code != ExitOK || !strings.Contains(out.String(), "assumed: no calibration") || !strings.Contains(out.String(), "measure it with slogate calibrate") {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errb)
 	}
+	// The plan says what the p99 rule needs of a run, and that 40 requests of 12 tokens
+	// (11 gaps each) fall short of it.
+	if want := "itl_p99 needs 1000 gaps between chunks per run (10 beyond the percentile); a run of this workload gives about 440: the rule cannot pass"; !strings.Contains(out.String(), want) {
+		t.Errorf("plan does not say what the p99 rule needs (%q):\n%s", want, out)
+	}
 	b, err := gate.FromRecords(recs, time.Now())
 	if err != nil {
 		t.Fatal(err)

@@ -95,7 +95,7 @@ func (a *app) loadConfig(path string) (*workload.File, int) {
 func (a *app) runner() *measure.Runner {
 	version, _ := ToolVersion()
 	r := &measure.Runner{Getenv: a.getenv, Now: a.now, EnvOptions: a.envOptions, Log: a.stderr, ToolVersion: version,
-		ProbeTimeout: a.probeTimeout, PreflightTimeout: a.preflightTimeout, Secrets: a.secrets}
+		ProbeTimeout: a.probeTimeout, PreflightTimeout: a.preflightTimeout, Secrets: a.secrets, Measured: a.measured}
 	r.Progress, r.ProgressDone = a.progress(nil)
 	return r
 }
@@ -211,20 +211,10 @@ func (a *app) runWorkloads(ctx context.Context, f *workload.File, p runParams) (
 			if !p.quiet {
 				report.RunTable(a.stdout, rec, path)
 			}
-			switch {
-			case rec.Incomplete:
-				a.errorf("%s: run incomplete (%s); what was measured is in %s", w.Name, rec.IncompleteReason, path)
-				code = ExitFailure
-			case rec.Summary.ReaderSaturated && rec.Summary.ReaderLagms != nil:
-				a.errorf("%s: the load generator could not keep up: its goroutines ran %.3f ms late at p99 (bound %g ms), stamping chunks late: the run measured the client, not the engine",
-					w.Name, rec.Summary.ReaderLagms.P99, rec.MaxReaderLagMS)
-				code = ExitFailure
-			case rec.Summary.ClientSaturated:
-				a.errorf("%s: the load generator could not keep the schedule (dispatch lag p99 %.3f ms > %s): the run measured the client, not the engine",
-					w.Name, rec.Summary.DispatchLagms.P99, measure.MaxDispatchLag(w))
-				code = ExitFailure
-			case rec.WarmCold() != "":
-				a.errorf("%s: %s", w.Name, rec.WarmCold())
+			// One check of whether the run measured the engine (result.Record.Unfit,
+			// less the shards' common start, which merge and the gate judge).
+			if why := rec.UnfitMeasurement(); why != "" {
+				a.errorf("%s: %s; what was measured is in %s", w.Name, why, path)
 				code = ExitFailure
 			}
 			if ctx.Err() != nil {

@@ -76,6 +76,11 @@ func TestRunAgainstSimulator(t *testing.T) {
 	if code != ExitOK && !(code == ExitFailure && strings.Contains(errb.String(), "could not keep")) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errb)
 	}
+	// Before sending it warns that 40 requests of 11 gaps each cannot give ITL p99 the
+	// 1,000 gaps (10 above it) a pass needs.
+	if want := `warning: workload "small": itl_p99 needs 1000 gaps between chunks per run (10 beyond the percentile); a run of this workload gives about 440`; !strings.Contains(errb.String(), want) {
+		t.Errorf("stderr lacks %q:\n%s", want, errb)
+	}
 	path := filepath.Join(dir, "small.json")
 	raw, err := os.ReadFile(path)
 	if err != nil {

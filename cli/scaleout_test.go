@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slogate/slogate/gate"
 	"github.com/slogate/slogate/report"
 	"github.com/slogate/slogate/result"
 	"github.com/slogate/slogate/sim"
@@ -227,7 +226,7 @@ func TestLateShardIsRefused(t *testing.T) {
 	if lag := rec.Requests[0].SendUS - rec.Requests[0].SchedUS; lag < 500_000 {
 		t.Errorf("first request sent %d µs after its scheduled time: the schedule was not anchored to --start-at", lag)
 	}
-	why := gate.Unfit(rec)
+	why := rec.Unfit()
 	if !strings.Contains(why, "after the common start time") {
 		t.Errorf("gate.Unfit = %q", why)
 	}
@@ -237,7 +236,7 @@ func TestLateShardIsRefused(t *testing.T) {
 		t.Fatalf("merge: exit %d %s", code, errb)
 	}
 	m, _ := result.Read(merged)
-	if why := gate.Unfit(m); !strings.Contains(why, "shard 1/1 opened its window") {
+	if why := m.Unfit(); !strings.Contains(why, "shard 1/1 opened its window") {
 		t.Errorf("merged: gate.Unfit = %q", why)
 	}
 }

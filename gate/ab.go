@@ -113,6 +113,9 @@ func evalBlocks(rule workload.Rule, def metricDef, blocks []abBlock, basePol sta
 		verdicts = append(verdicts, absoluteVerdict(&m, rule, v))
 	}
 	m.Verdict = Worst(verdicts...)
+	if isRelative(rule) {
+		m.Verdict = tailVerdict(&m, def, m.Verdict, joinRuns(base), joinRuns(cand))
+	}
 	return m
 }
 
@@ -247,7 +250,7 @@ func judgeAB(cfg *workload.File, name string, recs []*result.Record, rules []wor
 		wr.Warnings = append(wr.Warnings, swapNote(wr.Swap))
 	}
 	for _, r := range recs {
-		if why := Unfit(r); why != "" {
+		if why := r.Unfit(); why != "" {
 			wr.Verdict, wr.Reason = Error, fmt.Sprintf("the gate refuses to judge this job: block %d (%s): %s", r.AB.Block, r.AB.Side, why)
 			return wr, nil
 		}
@@ -303,6 +306,14 @@ func judgeAB(cfg *workload.File, name string, recs []*result.Record, rules []wor
 	}
 	if stop.Sequential() {
 		wr.Stopped = stoppedOf(rules, defs, ab, stop, g.Confidence, parts)
+	}
+	why := ""
+	if wr.Stopped != nil && wr.Stopped.Reason == StopFutile {
+		why = fmt.Sprintf("the job stopped futile after block %d (%s)", wr.Stopped.AtBlock, wr.Stopped.Why)
+	}
+	for i := range wr.Metrics {
+		m := &wr.Metrics[i]
+		explainUndecided(m, scaleOf(m, len(ab), len(cruns), 0), why, g.Confidence)
 	}
 	wr.Verdict = Worst(verdicts...)
 	return wr, nil

@@ -153,8 +153,9 @@ func LookAB(cfg *workload.File, stop ABStop, recs []*result.Record, cals Calibra
 		if r.AB == nil {
 			return nil, inputErrorf("%s: the record of workload %q has no A/B block: not a record of slogate ab", cfg.Path, r.Workload)
 		}
-		if why := Unfit(r); why != "" {
-			return nil, nil // the gate will refuse the job; more blocks do not help it
+		if why := r.Unfit(); why != "" {
+			// The job measures no more blocks once one did not measure the engine.
+			return nil, &UnfitError{Workload: r.Workload, Reason: fmt.Sprintf("block %d (%s side): %s", r.AB.Block, r.AB.Side, why)}
 		}
 		ab[i] = abBlock{r: runOf(r), candidate: r.AB.Side == result.SideCandidate}
 	}

@@ -181,42 +181,6 @@ func (e *UnfitError) Error() string {
 	return e.Workload + ": " + e.Reason
 }
 
-// Unfit says why a run record cannot be judged or become a baseline; "" when it can.
-func Unfit(rec *result.Record) string {
-	switch {
-	case rec.Incomplete:
-		why := rec.IncompleteReason
-		if why == "" {
-			why = "no reason recorded"
-		}
-		return "the run is incomplete (" + why + ")"
-	case rec.Summary.ReaderSaturated && rec.Summary.ReaderLagms != nil:
-		return fmt.Sprintf("the load generator was saturated: its goroutines ran %.3f ms late at p99 (bound %g ms), so chunks were stamped late and ITL measured the client; rerun on a less loaded machine or shard the run",
-			rec.Summary.ReaderLagms.P99, rec.MaxReaderLagMS)
-	case rec.Summary.ClientSaturated:
-		bound := "its bound"
-		if rec.MaxDispatchLagMS > 0 {
-			bound = fmt.Sprintf("%g ms", rec.MaxDispatchLagMS)
-		}
-		return fmt.Sprintf("the load generator was saturated (dispatch lag p99 %.3f ms > %s): the run measured the client, not the engine; rerun on a less loaded machine or shard the run",
-			rec.Summary.DispatchLagms.P99, bound)
-	case rec.Sync != nil && rec.Sync.MaxLateMS > 0 && rec.Sync.LateMS > rec.Sync.MaxLateMS:
-		who := "the run"
-		if rec.Sync.WorstShard != "" {
-			who = "shard " + rec.Sync.WorstShard
-		} else if rec.Shard != "" {
-			who = "shard " + rec.Shard
-		}
-		return fmt.Sprintf("%s opened its window %.0f ms after the common start time %s (bound %g ms): the shards did not send one arrival process; start them earlier before --start-at",
-			who, rec.Sync.LateMS, rec.Sync.StartAt.Format(time.RFC3339), rec.Sync.MaxLateMS)
-	case rec.WarmCold() != "":
-		return rec.WarmCold()
-	case len(rec.Requests) == 0:
-		return "the run has no measured requests"
-	}
-	return ""
-}
-
 // HardwareOf is the hardware a record's baseline is filed under: its Hardware, else "cpu".
 func HardwareOf(rec *result.Record) string {
 	if rec.Hardware == "" {
@@ -247,7 +211,7 @@ func FromRecords(recs []*result.Record, now time.Time) (*Baseline, error) {
 		case HardwareOf(r) != HardwareOf(first):
 			return nil, fmt.Errorf("%s: records of hardware %q and %q cannot share a baseline", first.Workload, HardwareOf(first), HardwareOf(r))
 		}
-		if why := Unfit(r); why != "" {
+		if why := r.Unfit(); why != "" {
 			return nil, &UnfitError{Workload: r.Workload, Trial: r.Trial, Reason: why}
 		}
 	}

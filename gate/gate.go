@@ -35,6 +35,7 @@ const (
 	Warn                 = stats.Warn
 	Fail                 = stats.Fail
 	Improved             = stats.Improved
+	Inconclusive         = stats.Inconclusive
 	Incomparable         = stats.Incomparable
 	Error        Verdict = "error"
 	// NoBaseline: there is no baseline file to compare the run with. It is never a pass:
@@ -43,36 +44,41 @@ const (
 	NoBaseline Verdict = "no_baseline"
 )
 
-// severity orders verdicts: error > fail > incomparable > no_baseline > warn > improved
-// > pass. Incomparable and no_baseline rank above warn because they are not a pass:
-// nothing was shown either way. no_baseline ranks below incomparable so that a result
-// whose worst verdict is no_baseline has nothing else wrong: allowing missing baselines
-// then lets it through, and nothing more.
+// severity orders verdicts: error > fail > incomparable > inconclusive > no_baseline >
+// warn > pass > improved. Incomparable and inconclusive rank above warn because they are
+// not a pass: nothing was shown either way. Inconclusive ranks above no_baseline so that
+// allowing missing baselines (which lets a result whose worst verdict is no_baseline
+// through) never lets an undecided rule of another workload through with it. Improved
+// ranks below pass: a workload with one rule improved and another passed passed.
 func severity(v Verdict) int {
 	switch v {
-	case Pass:
-		return 0
 	case Improved:
+		return 0
+	case Pass:
 		return 1
 	case Warn:
 		return 2
 	case NoBaseline:
 		return 3
-	case Incomparable:
+	case Inconclusive:
 		return 4
-	case Fail:
+	case Incomparable:
 		return 5
-	case Error:
+	case Fail:
 		return 6
+	case Error:
+		return 7
 	}
-	return 4 // an unknown verdict is not a pass
+	return 5 // an unknown verdict is not a pass
 }
 
-// Blocks says whether the result fails the gate: any verdict but pass, improved and warn,
-// except no_baseline when the config allows missing baselines.
+// Blocks says whether the result fails the gate under its own mapping (fail-on fail,
+// the least strict but never): any verdict but pass, improved, warn and inconclusive,
+// except no_baseline when the config allows missing baselines. Whether an inconclusive
+// result blocks is fail-on's to say (cli.VerdictExit).
 func (r *Result) Blocks() bool {
 	switch r.Verdict {
-	case Pass, Improved, Warn:
+	case Pass, Improved, Warn, Inconclusive:
 		return false
 	case NoBaseline:
 		return !r.AllowMissingBaseline
@@ -82,8 +88,11 @@ func (r *Result) Blocks() bool {
 
 // Worst is the most severe of vs; Pass when there are none.
 func Worst(vs ...Verdict) Verdict {
-	w := Pass
-	for _, v := range vs {
+	if len(vs) == 0 {
+		return Pass
+	}
+	w := vs[0]
+	for _, v := range vs[1:] {
 		if severity(v) > severity(w) {
 			w = v
 		}
@@ -208,9 +217,14 @@ type MetricResult struct {
 	CandidateTrials []float64 `json:"candidate_trials,omitempty"`
 	// Decided is what a sequential A/B job's confidence sequence decided for the rule
 	// ("fail", "pass"); "" when it decided nothing or the job was not sequential.
-	Decided  stats.Decision `json:"decided,omitempty"`
-	Verdict  Verdict        `json:"verdict"`
-	Warnings []string       `json:"warnings,omitempty"`
+	Decided stats.Decision `json:"decided,omitempty"`
+	Verdict Verdict        `json:"verdict"`
+	// Undecided says, for an inconclusive rule, in one line why it was not decided and
+	// what would decide it: the smallest change this job could have shown against the
+	// tolerance the rule asks, and about how many more blocks, runs or requests (or how
+	// wide a tolerance) would. "" for a decided rule.
+	Undecided string   `json:"undecided,omitempty"`
+	Warnings  []string `json:"warnings,omitempty"`
 }
 
 // InputError is input the gate cannot judge (no records, two records of one trial, an
@@ -407,7 +421,7 @@ func judgeWorkload(cfg *workload.File, w *workload.Workload, hw string, recs []*
 		wr.Warnings = append(wr.Warnings, fmt.Sprintf("the run records were made from another definition of %q than %s has now (run hash %s, file hash %s): rerun them", w.Name, cfg.Path, first.WorkloadHash, h))
 	}
 	for _, r := range recs {
-		if why := Unfit(r); why != "" {
+		if why := r.Unfit(); why != "" {
 			wr.Verdict = Error
 			wr.Reason = why
 			if r.Trial > 0 {
@@ -493,8 +507,15 @@ func judgeWorkload(cfg *workload.File, w *workload.Workload, hw string, recs []*
 	if base != nil && slices.ContainsFunc(ms, func(m MetricResult) bool { return m.Noise != nil && m.Noise.Source == "" }) {
 		wr.Warnings = append(wr.Warnings, "the between-run spread is unknown (one baseline trial, one candidate run, no calibration): intervals hold only the sampling noise of the requests, and a run that moved as a whole can fail; calibrate the baseline with `slogate calibrate` or use repeats")
 	}
+	requests := 0
+	for i, r := range cand {
+		if i == 0 || r.len() < requests {
+			requests = r.len()
+		}
+	}
 	for i, m := range ms {
 		if judged[i] {
+			explainUndecided(&m, scaleOf(&m, 0, len(cand), requests), "", cfg.Gate.Confidence)
 			wr.Metrics = append(wr.Metrics, m)
 			verdicts = append(verdicts, m.Verdict)
 		}
@@ -737,6 +758,9 @@ func evalRule(rule workload.Rule, def metricDef, base, cand []*run, cal *Calibra
 		return m, false
 	}
 	m.Verdict = Worst(verdicts...)
+	if relative && base != nil && def.kind == kindBootstrap {
+		m.Verdict = tailVerdict(&m, def, m.Verdict, append(slices.Clip(base), cand...)...)
+	}
 	return m, true
 }
 

@@ -49,6 +49,49 @@ type metricDef struct {
 	// present says whether a run has what the metric is built from (nil: every run
 	// has); missing then says what a run lacks.
 	present func(r *run) bool
+	// q is a percentile's quantile (0.99 for a p99), 0 for any other statistic; values
+	// counts what a run's percentile is taken over (its requests' values, or its pooled
+	// gaps).
+	q      float64
+	values func(r *run) int
+}
+
+// tailOf is the number of values beyond def's percentile in the run that holds fewest of
+// them among runs; ok is false for a statistic that is no percentile.
+func tailOf(def metricDef, runs ...*run) (beyond float64, ok bool) {
+	if def.q == 0 || def.values == nil || len(runs) == 0 {
+		return 0, false
+	}
+	beyond = math.Inf(1)
+	for _, r := range runs {
+		beyond = min(beyond, stats.Beyond(def.q, def.values(r)))
+	}
+	return beyond, true
+}
+
+// tailVerdict keeps a percentile rule from passing on a tail it barely measured: a pass
+// or an improvement whose value rests on fewer than stats.MinTail values beyond the
+// percentile, in the run (or pooled side) that holds fewest, is inconclusive, and says
+// how many requests would do. A fail stands: its interval decided it. runs are what
+// each compared value was taken over.
+func tailVerdict(m *MetricResult, def metricDef, v Verdict, runs ...*run) Verdict {
+	beyond, ok := tailOf(def, runs...)
+	if !ok || beyond >= stats.MinTail {
+		return v
+	}
+	family, stat, _ := strings.Cut(def.name, "_")
+	what := "requests"
+	if family == "itl" {
+		what = "gaps between chunks"
+	}
+	why := fmt.Sprintf("the %s rests on %.1f values beyond it (fewer than %d): its interval cannot show where the tail lies, so it cannot pass; %d %s per run would give it %d (workloads[].requests)",
+		stat, beyond, stats.MinTail, stats.ValuesForTail(def.q), what, stats.MinTail)
+	if v == Pass || v == Improved || v == Inconclusive {
+		m.Undecided = why
+		return Inconclusive
+	}
+	m.Warnings = append(m.Warnings, why)
+	return v
 }
 
 var percentiles = map[string]float64{"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99, "p999": 0.999}
@@ -103,6 +146,28 @@ func lookupMetric(name string) (metricDef, error) {
 	}
 	d := metricDef{name: name, unit: UnitMS, natural: stats.LowerIsBetter, scale: 1e-3}
 	q, isPct := percentiles[stat]
+	if isPct {
+		d.q = q
+		if m == "itl" {
+			d.values = func(r *run) int {
+				n := 0
+				for _, g := range r.itl {
+					n += len(g)
+				}
+				return n
+			}
+		} else {
+			d.values = func(r *run) int {
+				n := 0
+				for _, v := range perRequest(r, m) {
+					if !math.IsNaN(v) {
+						n++
+					}
+				}
+				return n
+			}
+		}
+	}
 	switch {
 	case isPct && m == "itl":
 		d.build = func(r *run) stats.Metric { return stats.NewPooledPercentile(r.itl, q) }

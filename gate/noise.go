@@ -92,7 +92,7 @@ func CalibrateStarts(cfg *workload.File, recs []*result.Record, starts []int, no
 		return nil, fmt.Errorf("%d engine starts for %d runs", len(starts), len(recs))
 	}
 	for _, r := range recs {
-		if why := Unfit(r); why != "" {
+		if why := r.Unfit(); why != "" {
 			return nil, &UnfitError{Workload: r.Workload, Trial: r.Trial, Reason: why}
 		}
 		if r.WorkloadHash != recs[0].WorkloadHash {

@@ -280,7 +280,9 @@ func TestNoisePowerITLRegression(t *testing.T) {
 }
 
 // TestNoiseDrift injects a drift of the machine: 10% slower at the job's end than at its
-// start. A/B measures both engines through it and stays pass; the committed baseline,
+// start. A/B measures both engines through it: it never fails, and decides as many of
+// the same 60 jobs pass as without the drift (its other jobs are inconclusive, as they
+// are without it: 16 blocks seldom show ITL p99 within 5%); the committed baseline,
 // calibrated on a machine without it, sees the drift as a change of the candidate and
 // its verdict flaps between pass and not.
 func TestNoiseDrift(t *testing.T) {
@@ -290,16 +292,20 @@ func TestNoiseDrift(t *testing.T) {
 	ab := abJob(t, 60, func(_, b int, _ bool) gatetest.Spec {
 		return gatetest.Spec{Offset: time.Duration(b) * blockSpan, JobDrift: 0.10, JobLength: job}
 	})
+	still := abJob(t, 60, func(_, b int, _ bool) gatetest.Spec {
+		return gatetest.Spec{Offset: time.Duration(b) * blockSpan}
+	})
 	// The committed candidate's two runs fill a job of the same length.
 	run := time.Duration(recommended.requests) * 100 * time.Millisecond
 	c := committed(t, 6, 10, func(_, _, r int) gatetest.Spec {
 		return gatetest.Spec{Offset: time.Duration(r) * run, JobDrift: 0.10, JobLength: time.Duration(recommended.repeats) * run}
 	})
 	t.Logf("10%% drift, A/B: %v", ab)
+	t.Logf("no drift, A/B: %v", still)
 	t.Logf("10%% drift, committed baseline: %v", c)
 	atMost(t, "A/B under drift", ab, Fail, 0.01)
-	if n := ab.whole[Pass] + ab.whole[Improved]; n*100 < 90*ab.n {
-		t.Errorf("A/B under drift passed %d of %d trials, want ≥ 90%%", n, ab.n)
+	if n, n0 := ab.whole[Pass]+ab.whole[Improved], still.whole[Pass]+still.whole[Improved]; n*10 < n0*9 {
+		t.Errorf("A/B under drift passed %d of %d trials, without it %d: want at least 90%% as many", n, ab.n, n0)
 	}
 	flapped := c.n - c.whole[Pass] - c.whole[Improved]
 	if flapped*10 < c.n || c.whole[Pass] == 0 {

@@ -67,7 +67,7 @@ func workloadNamed(cfg *workload.File, name string) *workload.Workload {
 // same workload with a calibration, or with a run the gate will refuse.
 func lookRepeats(cfg *workload.File, store Store, recs []*result.Record) (bool, string, error) {
 	for _, r := range recs {
-		if Unfit(r) != "" {
+		if r.Unfit() != "" {
 			return false, "", nil
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"github.com/slogate/slogate/gate"
 	"math"
 	"strconv"
 	"strings"
@@ -26,7 +27,7 @@ type Inputs struct {
 	Mode             string // gate | baseline | audit | run | merge
 	Target           string // the engine URL or target name the workload is sent to
 	Token            string // github-token; never printed
-	FailOn           string // fail | warn | never
+	FailOn           string // fail | inconclusive | warn | never (gate.FailOns)
 	WorkingDirectory string
 	Comment          bool   // post the sticky pull-request comment at all (CommentMode is not never)
 	CommentMode      string // always | not-pass | never: see CommentModes
@@ -68,7 +69,7 @@ type Inputs struct {
 // Valid values of the enumerated inputs, in the order the errors list them.
 var (
 	Modes   = []string{"gate", "baseline", "audit", "run", "merge", "ab"}
-	FailOns = []string{"fail", "warn", "never"}
+	FailOns = gate.FailOns
 	// CommentModes say when the sticky comment is posted: always; not-pass only when the
 	// verdict is not a pass (an existing comment is still updated when the state returns
 	// to pass, so it never shows a stale failure); never. true and false, the input's
@@ -106,7 +107,7 @@ func ReadInputs(a *githubactions.Action) (Inputs, error) {
 		in.Mode = "gate"
 	}
 	if in.FailOn == "" {
-		in.FailOn = "fail"
+		in.FailOn = gate.DefaultFailOn
 	}
 	var errs []error
 	if err := oneOf("mode", in.Mode, Modes); err != nil {

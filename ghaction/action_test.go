@@ -24,7 +24,7 @@ func TestReadInputs(t *testing.T) {
 	}{
 		// Nothing set: the documented defaults.
 		{"defaults", map[string]string{},
-			Inputs{Config: "slogate.yaml", Mode: "gate", FailOn: "fail", Comment: true, CommentMode: "always"}},
+			Inputs{Config: "slogate.yaml", Mode: "gate", FailOn: "inconclusive", Comment: true, CommentMode: "always"}},
 		// Everything set; the token input keeps its hyphen in the variable name, as the
 		// runner sets it; surrounding whitespace from YAML block scalars is trimmed.
 		{"all set", map[string]string{
@@ -42,20 +42,22 @@ func TestReadInputs(t *testing.T) {
 		{"audit, never", map[string]string{"INPUT_MODE": "audit", "INPUT_FAIL-ON": "never", "INPUT_COMMENT": "True"},
 			Inputs{Config: "slogate.yaml", Mode: "audit", FailOn: "never", Comment: true, CommentMode: "always"}},
 		{"run", map[string]string{"INPUT_MODE": "run", "INPUT_ALLOW-FORK-PRS": "false"},
-			Inputs{Config: "slogate.yaml", Mode: "run", FailOn: "fail", Comment: true, CommentMode: "always"}},
+			Inputs{Config: "slogate.yaml", Mode: "run", FailOn: "inconclusive", Comment: true, CommentMode: "always"}},
+		{"fail-on fail", map[string]string{"INPUT_FAIL-ON": "fail"},
+			Inputs{Config: "slogate.yaml", Mode: "gate", FailOn: "fail", Comment: true, CommentMode: "always"}},
 		// A sequential A/B job: at least 4 blocks, at most 32.
 		{"ab, sequential", map[string]string{"INPUT_MODE": "ab", "INPUT_BLOCKS": "32", "INPUT_MIN-BLOCKS": "4"},
-			Inputs{Config: "slogate.yaml", Mode: "ab", FailOn: "fail", Comment: true, CommentMode: "always", Blocks: 32, MinBlocks: 4}},
+			Inputs{Config: "slogate.yaml", Mode: "ab", FailOn: "inconclusive", Comment: true, CommentMode: "always", Blocks: 32, MinBlocks: 4}},
 		{"ab, sequential with futility", map[string]string{"INPUT_MODE": "ab", "INPUT_BLOCKS": "32", "INPUT_MIN-BLOCKS": "4", "INPUT_FUTILITY-FROM": "16"},
-			Inputs{Config: "slogate.yaml", Mode: "ab", FailOn: "fail", Comment: true, CommentMode: "always", Blocks: 32, MinBlocks: 4, FutilityFrom: 16}},
+			Inputs{Config: "slogate.yaml", Mode: "ab", FailOn: "inconclusive", Comment: true, CommentMode: "always", Blocks: 32, MinBlocks: 4, FutilityFrom: 16}},
 		{"ab, sequential with a final share", map[string]string{"INPUT_MODE": "ab", "INPUT_MIN-BLOCKS": "4", "INPUT_FINAL-SHARE": "0.5"},
-			Inputs{Config: "slogate.yaml", Mode: "ab", FailOn: "fail", Comment: true, CommentMode: "always", MinBlocks: 4, FinalShare: 0.5}},
+			Inputs{Config: "slogate.yaml", Mode: "ab", FailOn: "inconclusive", Comment: true, CommentMode: "always", MinBlocks: 4, FinalShare: 0.5}},
 		// A sequential calibration: at least 3 runs, at most 20.
 		{"baseline, sequential calibration", map[string]string{"INPUT_MODE": "baseline", "INPUT_CALIBRATE-RUNS": "20", "INPUT_CALIBRATE-MIN-RUNS": "3"},
-			Inputs{Config: "slogate.yaml", Mode: "baseline", FailOn: "fail", Comment: true, CommentMode: "always", CalibrateRuns: 20, CalibrateMinRuns: 3}},
+			Inputs{Config: "slogate.yaml", Mode: "baseline", FailOn: "inconclusive", Comment: true, CommentMode: "always", CalibrateRuns: 20, CalibrateMinRuns: 3}},
 		// A calibration of 20 starts of 4 runs each.
 		{"baseline, calibration with several runs per start", map[string]string{"INPUT_MODE": "baseline", "INPUT_CALIBRATE-RUNS": "80", "INPUT_CALIBRATE-RESTART-EVERY": "4"},
-			Inputs{Config: "slogate.yaml", Mode: "baseline", FailOn: "fail", Comment: true, CommentMode: "always", CalibrateRuns: 80, CalibrateRestartEvery: 4}},
+			Inputs{Config: "slogate.yaml", Mode: "baseline", FailOn: "inconclusive", Comment: true, CommentMode: "always", CalibrateRuns: 80, CalibrateRestartEvery: 4}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -117,7 +119,7 @@ func TestReadInputsInvalid(t *testing.T) {
 			[]string{`input "mode": invalid value "Gate"; valid values: "gate", "baseline", "audit", "run", "merge", "ab"`}},
 		// A plausible but wrong fail-on.
 		{"fail-on", map[string]string{"INPUT_FAIL-ON": "error"},
-			[]string{`input "fail-on": invalid value "error"; valid values: "fail", "warn", "never"`}},
+			[]string{`input "fail-on": invalid value "error"; valid values: "fail", "inconclusive", "warn", "never"`}},
 		// "yes" is not a boolean to the Actions toolkit either.
 		{"comment", map[string]string{"INPUT_COMMENT": "yes"},
 			[]string{`input "comment": invalid value "yes"; valid values: "always", "not-pass", "never" (true and false are the older spellings of always and never)`}},
@@ -154,7 +156,7 @@ func TestReadInputsInvalid(t *testing.T) {
 		{"all at once", map[string]string{"INPUT_MODE": "x", "INPUT_FAIL-ON": "y", "INPUT_COMMENT": "z", "INPUT_ALLOW-FORK-PRS": "w"},
 			[]string{
 				`input "mode": invalid value "x"; valid values: "gate", "baseline", "audit", "run", "merge", "ab"`,
-				`input "fail-on": invalid value "y"; valid values: "fail", "warn", "never"`,
+				`input "fail-on": invalid value "y"; valid values: "fail", "inconclusive", "warn", "never"`,
 				`input "comment": invalid value "z"; valid values: "always", "not-pass", "never" (true and false are the older spellings of always and never)`,
 				`input "allow-fork-prs": invalid value "w"; valid values: "true", "True", "TRUE", "false", "False", "FALSE"`,
 			}},

@@ -102,7 +102,7 @@ func TestColdStaysColdAcrossRuns(t *testing.T) {
 			t.Errorf("cold run %d: %.0f of %.0f prompt tokens hit the prefix cache (%.1f%%), want about none",
 				i+1, pc.Hits, pc.Queries, 100*pc.HitRate)
 		}
-		if why := gate.Unfit(rec); why != "" {
+		if why := rec.Unfit(); why != "" {
 			t.Errorf("cold run %d refused: %s", i+1, why)
 		}
 	}
@@ -115,7 +115,7 @@ func TestColdStaysColdAcrossRuns(t *testing.T) {
 	same := testRunner(func() string { return "fixed" })
 	runOnce(t, same, prefixConfig("cold"), simURL)
 	warm := runOnce(t, same, prefixConfig("cold"), simURL)
-	why := gate.Unfit(warm)
+	why := warm.Unfit()
 	t.Logf("warm rerun: %s", why)
 	if warm.Summary.PrefixCache.HitRate < 0.5 || !strings.Contains(why, "a cold run found") || !strings.Contains(why, "prompt tokens") {
 		t.Errorf("a rerun with the same prompts: hit rate %.2f, unfit %q; want most tokens hit and the gate refusing it with the figure",
@@ -144,8 +144,8 @@ func TestSharedPrefixHits(t *testing.T) {
 	if pc.HitRate < 0.25 || pc.Hits < 24*48 {
 		t.Errorf("shared prefix: %.0f of %.0f tokens hit (%.1f%%), want at least 3 blocks a request", pc.Hits, pc.Queries, 100*pc.HitRate)
 	}
-	if rec.PrefixCache.Mode != result.PrefixShared || gate.Unfit(rec) != "" {
-		t.Errorf("shared run: mode %q, unfit %q", rec.PrefixCache.Mode, gate.Unfit(rec))
+	if rec.PrefixCache.Mode != result.PrefixShared || rec.Unfit() != "" {
+		t.Errorf("shared run: mode %q, unfit %q", rec.PrefixCache.Mode, rec.Unfit())
 	}
 }
 
@@ -198,7 +198,7 @@ workloads:
 					}
 				}
 			}
-			if why := gate.Unfit(rec); why != "" {
+			if why := rec.Unfit(); why != "" {
 				t.Errorf("cold run refused: %s", why)
 			}
 			if _, err := gate.FromRecords([]*result.Record{rec}, time.Now()); err != nil {
@@ -219,7 +219,7 @@ func TestWarmRerunRefusedWithAttribution(t *testing.T) {
 		runOnce(t, same, prefixConfig("cold"), simURL)
 		warm := runOnce(t, same, prefixConfig("cold"), simURL)
 		pc := warm.Summary.PrefixCache
-		why := gate.Unfit(warm)
+		why := warm.Unfit()
 		t.Logf("details %v: own %+v foreign %v: %s", details, pc.Own, pc.Foreign, why)
 		if pc.Foreign == nil || *pc.Foreign < 0.5*pc.Hits || !strings.Contains(why, "that its own requests did not compute") {
 			t.Errorf("details %v: warm rerun with foreign %v of %.0f hits, unfit %q: want most hits foreign and the run refused", details, pc.Foreign, pc.Hits, why)

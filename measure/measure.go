@@ -24,6 +24,7 @@ import (
 
 	"github.com/slogate/slogate/engine"
 	"github.com/slogate/slogate/envinfo"
+	"github.com/slogate/slogate/gate"
 	"github.com/slogate/slogate/loadgen"
 	"github.com/slogate/slogate/result"
 	"github.com/slogate/slogate/workload"
@@ -79,6 +80,9 @@ type Runner struct {
 	// PreflightTimeout bounds the whole identification, and separately the prompt
 	// calibration of each run; default DefaultPreflightTimeout.
 	PreflightTimeout time.Duration
+	// Measured, when set, sees each record as Run returns it (tests make a run one
+	// that did not measure the engine: a saturated block, a warm cold run).
+	Measured func(*result.Record)
 }
 
 func (r *Runner) newRunID() string {
@@ -147,6 +151,13 @@ func (r *Runner) Prepare(ctx context.Context, f *workload.File, override string)
 	t := &Target{URL: TargetURL(f, override)}
 	if t.URL == "" {
 		return nil, badInput("%s: no engine URL: set target.url or pass --target", f.Path)
+	}
+	for i := range f.Workloads {
+		for _, n := range gate.TailNeeds(&f.Workloads[i], f.Gate.Rules) {
+			if n.Short() {
+				r.logf("warning: workload %q: %s", f.Workloads[i].Name, n)
+			}
+		}
 	}
 	if override != "" {
 		if err := workload.CheckURL(override); err != nil {
@@ -464,6 +475,9 @@ func (r *Runner) Run(ctx context.Context, f *workload.File, w *workload.Workload
 	s.Add(t.APIKey)
 	s.Redact(rec)
 	r.Secrets.Redact(rec)
+	if r.Measured != nil {
+		r.Measured(rec)
+	}
 	return rec
 }
 

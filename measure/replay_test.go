@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/slogate/slogate/gate"
 	"github.com/slogate/slogate/result"
 	"github.com/slogate/slogate/sim"
 	"github.com/slogate/slogate/workload"
@@ -98,8 +97,8 @@ workloads:
 	if rec.Summary.Completed != 60 || rec.Summary.ErrorRate != 0 {
 		t.Errorf("%d of 60 requests completed, errors %v", rec.Summary.Completed, rec.Summary.Errors)
 	}
-	if rec.PrefixCache.Mode != result.PrefixShared || gate.Unfit(rec) != "" {
-		t.Errorf("mooncake run: mode %q, unfit %q; want shared and fit", rec.PrefixCache.Mode, gate.Unfit(rec))
+	if rec.PrefixCache.Mode != result.PrefixShared || rec.Unfit() != "" {
+		t.Errorf("mooncake run: mode %q, unfit %q; want shared and fit", rec.PrefixCache.Mode, rec.Unfit())
 	}
 }
 
@@ -233,8 +232,8 @@ workloads:
 		if math.Abs(pc.HitRate-mean) > tol {
 			t.Errorf("zipf %v: hit rate %.3f, the pool implies %.3f (tolerance %.3f)", s, pc.HitRate, mean, tol)
 		}
-		if rec.PrefixCache.Mode != result.PrefixShared || gate.Unfit(rec) != "" {
-			t.Errorf("rag run: mode %q, unfit %q", rec.PrefixCache.Mode, gate.Unfit(rec))
+		if rec.PrefixCache.Mode != result.PrefixShared || rec.Unfit() != "" {
+			t.Errorf("rag run: mode %q, unfit %q", rec.PrefixCache.Mode, rec.Unfit())
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/slogate/slogate/gate"
 	"github.com/slogate/slogate/result"
 	"github.com/slogate/slogate/sim"
 )
@@ -49,7 +48,7 @@ func TestWarmPrimesTheWindow(t *testing.T) {
 	if warm.PrefixCache.Mode != result.PrefixWarm {
 		t.Errorf("record mode %q, want warm", warm.PrefixCache.Mode)
 	}
-	if why := gate.Unfit(warm); why != "" {
+	if why := warm.Unfit(); why != "" {
 		t.Errorf("the gate refuses a warm run: %s", why)
 	}
 	if cold.WorkloadHash == warm.WorkloadHash {

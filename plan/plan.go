@@ -71,7 +71,10 @@ type Plan struct {
 	StartFrom string
 	Rules     []Rule
 	Recipes   []Recipe
-	Warnings  []string
+	// Tails are what each percentile rule needs of a run to pass: the values beyond
+	// its percentile (gate.TailNeeds).
+	Tails    []gate.TailNeed
+	Warnings []string
 }
 
 // Recipe is one way of gating a pull request.

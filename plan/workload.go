@@ -65,6 +65,7 @@ func ForWorkload(w *workload.Workload, in Inputs) (Plan, error) {
 		}
 		p.Rules = append(p.Rules, pr)
 	}
+	p.Tails = gate.TailNeeds(w, in.Rules)
 	p.Recipes = Costs(p.Job, p.Rules)
 	return p, nil
 }

@@ -53,6 +53,11 @@ func gateWorkload(w io.Writer, wr *gate.WorkloadResult, conf float64) {
 		tw.Flush()
 	}
 	gateDrift(w, wr.Drift)
+	for _, m := range wr.Metrics {
+		if m.Undecided != "" {
+			fmt.Fprintf(w, "  %s inconclusive: %s\n", m.Metric, gateClean(m.Undecided))
+		}
+	}
 	var warns []string
 	for _, m := range wr.Metrics {
 		for _, s := range m.Warnings {

@@ -151,7 +151,7 @@ func verdictClass(v string) string {
 	switch {
 	case strings.HasPrefix(v, "fail"):
 		return "fail"
-	case strings.HasPrefix(v, "warn"), strings.HasPrefix(v, "incomparable"), strings.HasPrefix(v, "no baseline"), strings.HasPrefix(v, "no_baseline"):
+	case strings.HasPrefix(v, "warn"), strings.HasPrefix(v, "inconclusive"), strings.HasPrefix(v, "incomparable"), strings.HasPrefix(v, "no baseline"), strings.HasPrefix(v, "no_baseline"):
 		return "warn"
 	case strings.HasPrefix(v, "pass"), strings.HasPrefix(v, "improved"):
 		return "pass"

@@ -25,7 +25,7 @@ func htmlVerdictClass(v gate.Verdict) string {
 	switch v {
 	case gate.Pass, gate.Improved:
 		return "pass"
-	case gate.Warn, gate.Incomparable, gate.NoBaseline:
+	case gate.Warn, gate.Inconclusive, gate.Incomparable, gate.NoBaseline:
 		return "warn"
 	case gate.Fail, gate.Error:
 		return "fail"
@@ -92,9 +92,9 @@ func metricReason(m gate.MetricResult) string {
 	default:
 		switch m.Verdict {
 		case gate.Pass:
-			why = "the interval reaches inside the tolerance"
-		case gate.Warn:
-			why = "the point estimate is beyond the tolerance, the interval is not wholly"
+			why = "the whole interval lies within the tolerance"
+		case gate.Inconclusive:
+			why = "the interval straddles the tolerance's edge, or excludes nothing: not decided"
 		case gate.Fail:
 			why = "the whole interval is beyond the tolerance"
 		case gate.Improved:
@@ -109,6 +109,9 @@ func metricReason(m gate.MetricResult) string {
 	parts := []string{}
 	if why != "" {
 		parts = append(parts, why)
+	}
+	if m.Undecided != "" {
+		parts = append(parts, m.Undecided)
 	}
 	parts = append(parts, m.Warnings...)
 	return strings.Join(parts, "; ")

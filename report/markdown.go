@@ -47,7 +47,7 @@ type FleetSection struct {
 }
 
 var verdictIcon = map[gate.Verdict]string{
-	gate.Pass: "✅", gate.Improved: "🚀", gate.Warn: "⚠️", gate.Fail: "❌", gate.Incomparable: "⛔", gate.Error: "💥", gate.NoBaseline: "🆕",
+	gate.Pass: "✅", gate.Improved: "🚀", gate.Warn: "⚠️", gate.Inconclusive: "❓", gate.Fail: "❌", gate.Incomparable: "⛔", gate.Error: "💥", gate.NoBaseline: "🆕",
 }
 
 func icon(v gate.Verdict) string {
@@ -138,6 +138,8 @@ func headline(g *gate.Result) string {
 		return fmt.Sprintf("**%s** — %d of %d workloads within tolerance", g.Verdict, n-counts[gate.Warn], n)
 	case gate.Warn:
 		return fmt.Sprintf("**pass with warnings** — %d of %d workloads warn", counts[gate.Warn], n)
+	case gate.Inconclusive:
+		return fmt.Sprintf("**inconclusive** — %d of %d workloads have a rule this job could not decide either way: not a pass", counts[gate.Inconclusive], n)
 	case gate.Fail:
 		return fmt.Sprintf("**fail** — %d of %d workloads regressed", counts[gate.Fail], n)
 	case gate.Incomparable:
@@ -176,6 +178,11 @@ func (c Comment) workloadMain(b *strings.Builder, w gate.WorkloadResult) {
 				delta(m.Ratio), interval(m), tolerance(m), icon(m.Verdict), m.Verdict)
 		}
 		b.WriteString("\n")
+	}
+	for _, m := range w.Metrics {
+		if m.Undecided != "" {
+			fmt.Fprintf(b, "- %s **%s inconclusive**: %s\n", icon(gate.Inconclusive), m.Metric, esc(m.Undecided))
+		}
 	}
 	var warns []string
 	for _, m := range w.Metrics {

@@ -40,6 +40,13 @@ func PlanTable(w io.Writer, p plan.Plan) {
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
 	tw.Flush()
+	for _, n := range p.Tails {
+		if n.Short() {
+			fmt.Fprintf(w, "warning: %s\n", n)
+		} else {
+			fmt.Fprintf(w, "%s\n", n)
+		}
+	}
 	for _, x := range p.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", x)
 	}

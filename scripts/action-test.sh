@@ -393,15 +393,15 @@ check_run() {
 		test -n "$verdict" -a "$verdict" != incomparable
 	case $verdict in
 	pass | improved | warn)
-		check "run $n: verdict '$verdict' passes with fail-on: fail (step $outcome, act exit $rc)" \
+		check "run $n: verdict '$verdict' passes with the default fail-on: inconclusive (step $outcome, act exit $rc)" \
 			test "$outcome" = success -a "$rc" = 0
 		;;
-	incomparable | fail | error)
-		check "run $n: verdict '$verdict' fails the step with fail-on: fail (step $outcome)" \
+	inconclusive | incomparable | fail | error)
+		check "run $n: verdict '$verdict' fails the step with the default fail-on: inconclusive (step $outcome)" \
 			test "$outcome" = failure
 		;;
 	*)
-		fail "run $n: output verdict is '$verdict'; want one of pass, improved, warn, incomparable, fail, error"
+		fail "run $n: output verdict is '$verdict'; want one of pass, improved, warn, inconclusive, incomparable, fail, error"
 		;;
 	esac
 	local rd rp cu

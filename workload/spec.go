@@ -6,7 +6,10 @@
 // interface.
 package workload
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // File is a whole slogate.yaml after loading and defaulting.
 type File struct {
@@ -471,4 +474,25 @@ type SweepSpec struct {
 	Precision        float64
 	StepRequests     int
 	StepDuration     time.Duration
+}
+
+// Typical is a length the distribution's draws sit near: a fixed value, the middle of a
+// uniform range, a lognormal's median, the median of empirical values; 0 when unknown.
+func (d LengthDist) Typical() int {
+	switch d.Dist {
+	case "fixed":
+		return d.Value
+	case "uniform":
+		return (d.Min + d.Max) / 2
+	case "lognormal":
+		return d.P50
+	case "empirical":
+		if len(d.Values) == 0 {
+			return 0
+		}
+		v := slices.Clone(d.Values)
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	return 0
 }

@@ -39,10 +39,15 @@ type Verdict string
 
 // Verdicts, DESIGN §5.
 const (
-	// Pass: no change beyond the tolerance could be shown.
+	// Pass: shown to be within the tolerance: the whole interval lies on the good side
+	// of the tolerance's edge. A rule without a finite interval never passes.
 	Pass Verdict = "pass"
-	// Warn: the point estimate is beyond the tolerance, the interval is not wholly.
+	// Warn: something about the data limits what the rule says (a value missing on one
+	// side, too few trials); never a rule left undecided, which is Inconclusive.
 	Warn Verdict = "warn"
+	// Inconclusive: the rule was not decided: its interval straddles the tolerance's
+	// edge (or is unbounded), so neither a pass nor a fail was shown.
+	Inconclusive Verdict = "inconclusive"
 	// Fail: the whole interval is worse than the tolerance.
 	Fail Verdict = "fail"
 	// Improved: the whole interval is better than the tolerance; a hint to refresh the
@@ -292,28 +297,33 @@ func Resolution(m Metric, resamples int, conf float64, seed uint64) float64 {
 // Judge applies DESIGN §5's verdict rule to a ratio and its interval.
 func Judge(d Direction, t, point, lo, hi float64) Verdict { return judge(d, t, point, lo, hi) }
 
-// judge applies DESIGN §5's verdict rule to a ratio and its interval.
+// judge applies DESIGN §5's verdict rule to a ratio and its interval [lo, hi]: fail when
+// the whole interval is worse than the tolerance, improved when it is wholly better than
+// the tolerance the other way, pass when it lies wholly within the worse side's edge, and
+// inconclusive otherwise: an interval that straddles the edge, or an unbounded or
+// undefined one (a sequence that excludes nothing), decided nothing, wherever its point
+// lies. (Comparisons with NaN are false: an undefined bound never decides.)
 func judge(d Direction, t, point, lo, hi float64) Verdict {
 	if d == HigherIsBetter {
 		switch {
 		case hi < 1-t:
 			return Fail
-		case point < 1-t:
-			return Warn
 		case lo > 1+t:
 			return Improved
+		case lo >= 1-t:
+			return Pass
 		}
-		return Pass
+		return Inconclusive
 	}
 	switch {
 	case lo > 1+t:
 		return Fail
-	case point > 1+t:
-		return Warn
 	case hi < 1-t:
 		return Improved
+	case hi <= 1+t:
+		return Pass
 	}
-	return Pass
+	return Inconclusive
 }
 
 // interval is the percentile interval of xs at confidence conf: as many resamples lie

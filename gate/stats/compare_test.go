@@ -19,18 +19,25 @@ func TestJudge(t *testing.T) {
 		why           string
 	}{
 		{LowerIsBetter, 1.3, 1 + tol + 0.01, 1.5, Fail, "the whole interval is beyond the tolerance"},
-		{LowerIsBetter, 1.3, 1 + tol, 1.5, Warn, "Lo on the tolerance is not beyond it"},
-		{LowerIsBetter, 1.15, 1.05, 1.25, Warn, "only the point estimate is beyond the tolerance"},
-		{LowerIsBetter, 1 + tol, 1.0, 1.2, Pass, "a point on the tolerance is not beyond it"},
-		{LowerIsBetter, 1.05, 0.98, 1.12, Pass, "a 5% rise inside a 10% tolerance"},
-		{LowerIsBetter, 0.85, 0.8, 0.95, Pass, "better, but the interval reaches inside the tolerance"},
+		{LowerIsBetter, 1.3, 1 + tol, 1.5, Inconclusive, "Lo on the tolerance is not beyond it"},
+		{LowerIsBetter, 1.15, 1.05, 1.25, Inconclusive, "only the point estimate is beyond the tolerance: the interval straddles the edge"},
+		{LowerIsBetter, 1 + tol, 1.0, 1.2, Inconclusive, "a point on the tolerance, the interval across it"},
+		{LowerIsBetter, 1.05, 0.98, 1.12, Inconclusive, "a 5% rise inside a 10% tolerance, but the interval reaches beyond it: not shown within"},
+		{LowerIsBetter, 1.05, 0.98, 1 + tol, Pass, "Hi on the tolerance is within it"},
+		{LowerIsBetter, 1.03, 0.97, 1.09, Pass, "the whole interval within a 10% tolerance"},
+		{LowerIsBetter, 0.85, 0.8, 0.95, Pass, "better, the interval within the tolerance on the worse side"},
 		{LowerIsBetter, 0.7, 0.6, 1 - tol - 0.01, Improved, "the whole interval is better than the tolerance"},
-		{LowerIsBetter, 0.7, 0.6, 1 - tol, Pass, "Hi on the tolerance is not beyond it"},
+		{LowerIsBetter, 0.7, 0.6, 1 - tol, Pass, "Hi on the improvement's edge is not beyond it"},
+		{LowerIsBetter, 1.0, 0, math.Inf(1), Inconclusive, "a sequence that excludes nothing decides nothing"},
+		{LowerIsBetter, 4.0, 2.0, math.Inf(1), Fail, "an unbounded interval wholly beyond the tolerance still fails"},
+		{LowerIsBetter, 1.0, math.NaN(), math.NaN(), Inconclusive, "an undefined interval decides nothing"},
 		{HigherIsBetter, 0.7, 0.6, 1 - tol - 0.01, Fail, "higher is better: the whole interval fell beyond the tolerance"},
-		{HigherIsBetter, 0.85, 0.8, 0.95, Warn, "higher is better: only the point fell beyond"},
-		{HigherIsBetter, 0.95, 0.88, 1.02, Pass, "higher is better: a 5% drop inside 10%"},
+		{HigherIsBetter, 0.85, 0.8, 0.95, Inconclusive, "higher is better: only the point fell beyond"},
+		{HigherIsBetter, 0.95, 0.88, 1.02, Inconclusive, "higher is better: a 5% drop whose interval reaches beyond 10%"},
+		{HigherIsBetter, 0.97, 0.92, 1.02, Pass, "higher is better: the interval within 10%"},
 		{HigherIsBetter, 1.3, 1 + tol + 0.01, 1.5, Improved, "higher is better: the whole interval rose beyond"},
-		{HigherIsBetter, 1.3, 1.05, 1.5, Pass, "higher is better: a rise the interval does not confirm"},
+		{HigherIsBetter, 1.3, 1.05, 1.5, Pass, "higher is better: a rise the interval does not confirm, within the tolerance"},
+		{HigherIsBetter, 1.0, 0, math.Inf(1), Inconclusive, "higher is better: an interval of [0, ∞]"},
 	} {
 		if got := judge(c.dir, tol, c.point, c.lo, c.hi); got != c.want {
 			t.Errorf("%s %v [%v, %v]: %s, want %s (%s)", c.dir, c.point, c.lo, c.hi, got, c.want, c.why)
@@ -187,7 +194,7 @@ func TestCompareTooFewRequestsWarns(t *testing.T) {
 	cand := synth(12, synthSpec{requests: 80})
 	res := Compare(NewPercentile(base.ttft, 0.99), NewPercentile(cand.ttft, 0.99),
 		Policy{Direction: LowerIsBetter, Tolerance: 0.10})
-	want := "baseline: too few requests for a p99 interval: 80 < 100"
+	want := "baseline: too few requests for a p99 interval: 80 < 1000 (10 values beyond it)"
 	if !slices.Contains(res.Warnings, want) {
 		t.Errorf("warnings %q lack %q", res.Warnings, want)
 	}

@@ -84,11 +84,30 @@ func percentileLabel(q float64) string {
 	return "p" + strconv.FormatFloat(math.Round(q*100*1e6)/1e6, 'g', -1, 64)
 }
 
-// minForPercentile is the number of values under which an interval for the percentile has
-// no value beyond it to stand on: 100 for a p99, 20 for a p95.
+// MinTail is the number of values beyond a percentile (above a p99, below a p10) that an
+// interval for it needs to stand on: with fewer, the bootstrap cannot draw the values
+// that were never measured beyond the few it has, and its interval is too narrow. A rule
+// on a percentile that rests on fewer cannot pass (gate: inconclusive).
+const MinTail = 10
+
+// minForPercentile is the number of values a percentile needs for MinTail of them to lie
+// beyond it: 1,000 for a p99, 200 for a p95, 20 for the median.
 func minForPercentile(q float64) int {
+	return ValuesForTail(q)
+}
+
+// ValuesForTail is the number of values a percentile q needs for MinTail of them to lie
+// beyond it (1,000 for a p99).
+func ValuesForTail(q float64) int {
 	p, _ := tailFraction(q)
-	return int(math.Ceil(1/p - 1e-9))
+	return int(math.Ceil(MinTail/p - 1e-9))
+}
+
+// Beyond is the number of values beyond quantile q among n: n·(1−q) above an upper
+// percentile, n·q below a lower one.
+func Beyond(q float64, n int) float64 {
+	p, _ := tailFraction(q)
+	return p * float64(n)
 }
 
 func checkQuantile(q float64) {
@@ -170,7 +189,7 @@ func (p *Percentile) Warnings() []string {
 		ws = append(ws, fmt.Sprintf("too few requests for a bootstrap interval: %d < %d", p.n, MinRequests))
 	}
 	if need := minForPercentile(p.q); len(p.vals) < need {
-		ws = append(ws, fmt.Sprintf("too few requests for a %s interval: %d < %d", percentileLabel(p.q), len(p.vals), need))
+		ws = append(ws, fmt.Sprintf("too few requests for a %s interval: %d < %d (%d values beyond it)", percentileLabel(p.q), len(p.vals), need, MinTail))
 	}
 	return ws
 }
@@ -311,7 +330,7 @@ func (m *PooledPercentile) Warnings() []string {
 		ws = append(ws, fmt.Sprintf("too few requests for a bootstrap interval: %d < %d", len(m.counts), MinRequests))
 	}
 	if need := minForPercentile(m.q); m.total < int64(need) {
-		ws = append(ws, fmt.Sprintf("too few pooled values for a %s interval: %d < %d", percentileLabel(m.q), m.total, need))
+		ws = append(ws, fmt.Sprintf("too few pooled values for a %s interval: %d < %d (%d values beyond it)", percentileLabel(m.q), m.total, need, MinTail))
 	}
 	return ws
 }

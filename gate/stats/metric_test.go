@@ -54,11 +54,11 @@ func TestPercentileLabels(t *testing.T) {
 		label string
 		min   int
 	}{
-		{0.99, "p99", 100},     // the headline ITL rule
-		{0.95, "p95", 20},      // TTFT's usual SLO
-		{0.999, "p99.9", 1000}, // 0.999×100 is not exactly 99.9 in floating point
-		{0.5, "p50", 2},        // the median needs a value on each side
-		{0.1, "p10", 10},       // a low percentile counts from the bottom
+		{0.99, "p99", 1000},     // the headline ITL rule: 10 values above it
+		{0.95, "p95", 200},      // TTFT's usual SLO
+		{0.999, "p99.9", 10000}, // 0.999×100 is not exactly 99.9 in floating point
+		{0.5, "p50", 20},        // the median
+		{0.1, "p10", 100},       // a low percentile counts from the bottom
 	} {
 		if got := percentileLabel(c.q); got != c.label {
 			t.Errorf("percentileLabel(%v) = %q, want %q", c.q, got, c.label)
@@ -247,16 +247,17 @@ func TestMetricWarnings(t *testing.T) {
 		want []string
 	}{
 		// 80 TTFTs cannot stand a p99 interval: nothing lies beyond the p99.
-		{"p99 of 80", NewPercentile(many[:80], 0.99), []string{"too few requests for a p99 interval: 80 < 100"}},
-		// 200 is enough for a p99 and for a bootstrap.
-		{"p99 of 200", NewPercentile(many, 0.99), nil},
+		{"p99 of 80", NewPercentile(many[:80], 0.99), []string{"too few requests for a p99 interval: 80 < 1000 (10 values beyond it)"}},
+		// 200 are enough for a p95 and for a bootstrap, not for a p99 (2 values above).
+		{"p95 of 200", NewPercentile(many, 0.95), nil},
+		{"p99 of 200", NewPercentile(many, 0.99), []string{"too few requests for a p99 interval: 200 < 1000 (10 values beyond it)"}},
 		// Ten requests are too few for any bootstrap, and for a p95.
 		{"p95 of 10", NewPercentile(many[:10], 0.95), []string{
 			"too few requests for a bootstrap interval: 10 < 20",
-			"too few requests for a p95 interval: 10 < 20"}},
+			"too few requests for a p95 interval: 10 < 200 (10 values beyond it)"}},
 		// 30 requests of 2 gaps: enough requests, too few gaps for a p99.
 		{"pooled p99 of 60", NewPooledPercentile(slices.Repeat([][]float64{{1, 2}}, 30), 0.99), []string{
-			"too few pooled values for a p99 interval: 60 < 100"}},
+			"too few pooled values for a p99 interval: 60 < 1000 (10 values beyond it)"}},
 		{"fraction of 5", NewFraction(make([]bool, 5)), []string{"too few requests for a bootstrap interval: 5 < 20"}},
 		{"goodput without window", NewPerSecond(make([]bool, 50), 0), []string{"window of 0 s: rate undefined"}},
 		// Task goodput counts tasks, and says so.

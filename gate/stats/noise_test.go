@@ -28,7 +28,7 @@ func TestGoodputIntervalHasWidth(t *testing.T) {
 	for i := range flags {
 		flags[i] = true
 	}
-	pol := Policy{Direction: HigherIsBetter, Tolerance: 0.03, Seed: 1}
+	pol := Policy{Direction: HigherIsBetter, Tolerance: 0.10, Seed: 1}
 	base, cand := NewPerSecond(flags, 50), NewPerSecond(flags[:490], 50)
 	within := Compare(base, cand, pol)
 	if within.Lo != within.Hi {
@@ -39,13 +39,14 @@ func TestGoodputIntervalHasWidth(t *testing.T) {
 		t.Fatalf("with a known spread: [%v, %v, %v], noise %+v", res.Lo, res.Point, res.Hi, nz)
 	}
 	if math.Abs(res.Point-0.98) > 1e-9 || res.Verdict != Pass {
-		t.Fatalf("point %v verdict %s; want 0.98, pass (a 2%% drop inside a 3%% tolerance)", res.Point, res.Verdict)
+		t.Fatalf("point %v [%v, %v] verdict %s; want 0.98, pass (a 2%% drop, its interval inside a 10%% tolerance)", res.Point, res.Lo, res.Hi, res.Verdict)
 	}
 }
 
 // TestCompareSpreadSeparates: three baseline trials against one candidate run, the case
 // CompareTrials cannot decide (chance 1 in 4): with the trials' spread, a regression well
-// beyond it fails and one inside it does not.
+// beyond it fails; a 4% or a 15% change, inside that spread (three trials support no
+// better than ±20%), is not decided either way.
 func TestCompareSpreadSeparates(t *testing.T) {
 	pol := Policy{Direction: LowerIsBetter, Tolerance: 0.10, Seed: 1}
 	base := []Metric{constant(100), constant(103), constant(97)}
@@ -57,7 +58,7 @@ func TestCompareSpreadSeparates(t *testing.T) {
 	for _, c := range []struct {
 		cand float64
 		want Verdict
-	}{{160, Fail}, {104, Pass}, {115, Warn}} {
+	}{{160, Fail}, {104, Inconclusive}, {115, Inconclusive}} {
 		res, _ := CompareSpread(base, []Metric{constant(c.cand)}, sp, "trials", pol)
 		if res.Verdict != c.want {
 			t.Errorf("candidate %v: %s [%.3f, %.3f], want %s", c.cand, res.Verdict, res.Lo, res.Hi, c.want)

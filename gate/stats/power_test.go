@@ -17,7 +17,7 @@ import (
 var itlRule = Policy{Direction: LowerIsBetter, Tolerance: 0.10}      // DESIGN §2: itl_p99
 var goodputRule = Policy{Direction: HigherIsBetter, Tolerance: 0.05} // DESIGN §2: goodput
 
-type verdictCounts struct{ pass, warn, fail, improved, other atomic.Int64 }
+type verdictCounts struct{ pass, warn, inconclusive, fail, improved, other atomic.Int64 }
 
 func (c *verdictCounts) add(v Verdict) {
 	switch v {
@@ -25,6 +25,8 @@ func (c *verdictCounts) add(v Verdict) {
 		c.pass.Add(1)
 	case Warn:
 		c.warn.Add(1)
+	case Inconclusive:
+		c.inconclusive.Add(1)
 	case Fail:
 		c.fail.Add(1)
 	case Improved:
@@ -35,8 +37,8 @@ func (c *verdictCounts) add(v Verdict) {
 }
 
 func (c *verdictCounts) String() string {
-	return fmt.Sprintf("pass=%d warn=%d fail=%d improved=%d other=%d",
-		c.pass.Load(), c.warn.Load(), c.fail.Load(), c.improved.Load(), c.other.Load())
+	return fmt.Sprintf("pass=%d warn=%d inconclusive=%d fail=%d improved=%d other=%d",
+		c.pass.Load(), c.warn.Load(), c.inconclusive.Load(), c.fail.Load(), c.improved.Load(), c.other.Load())
 }
 
 // TestAAFalseFail draws baseline and candidate from the same distribution: the gate must

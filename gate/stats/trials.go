@@ -84,7 +84,7 @@ func CompareTrials(base, cand []Metric, pol Policy) TrialsResult {
 			n, m, 1/res.Chance, fmtPct(pol.Confidence), trialsNeeded(alpha)))
 		switch res.Verdict {
 		case Fail:
-			res.Verdict = Warn
+			res.Verdict = Inconclusive
 		case Improved:
 			res.Verdict = Pass
 		}

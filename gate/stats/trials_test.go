@@ -31,12 +31,12 @@ func TestCompareTrials(t *testing.T) {
 		// 3 separate by chance only 1 time in 20: fail.
 		{"separated 3v3", []float64{100, 102, 104}, []float64{115, 118, 120}, lower, Fail, ""},
 		// Medians 20% apart but one candidate trial overlaps the baseline's spread: the
-		// trials do not show it beyond doubt, only the point does.
-		{"overlap 3v3", []float64{100, 102, 104}, []float64{105, 122, 125}, lower, Warn, ""},
+		// trials do not show it beyond doubt, only the point does: undecided.
+		{"overlap 3v3", []float64{100, 102, 104}, []float64{105, 122, 125}, lower, Inconclusive, ""},
 		// Separated, but by less than the tolerance: pass.
 		{"inside tolerance", []float64{100, 102, 104}, []float64{106, 107, 108}, lower, Pass, ""},
-		// Two trials a side separate by chance 1 time in 6: too few to fail.
-		{"separated 2v2", []float64{100, 101}, []float64{130, 131}, lower, Warn,
+		// Two trials a side separate by chance 1 time in 6: too few to fail, undecided.
+		{"separated 2v2", []float64{100, 101}, []float64{130, 131}, lower, Inconclusive,
 			"with 2 baseline and 2 candidate trials, every candidate trial lands beyond every baseline trial by chance 1 time in 6: too few trials to fail or improve at 95% confidence (3 per side needed)"},
 		// Every candidate trial is better by more than the tolerance: improved.
 		{"improved 5v5", []float64{100, 101, 99, 103, 102}, []float64{80, 82, 79, 81, 83}, lower, Improved, ""},
