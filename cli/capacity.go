@@ -4,8 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/slogate/slogate/internal/fsafe"
 	"math"
-	"os"
 	"strconv"
 	"time"
 
@@ -153,7 +153,7 @@ func (f secondsFlag) Set(v string) error {
 
 // readMeasured reads a sweep or run record and its operating point.
 func (a *app) readMeasured(path string) (m capacity.Measured, title string, env map[string]string, code int) {
-	data, err := os.ReadFile(path)
+	data, err := fsafe.ReadFile(path)
 	if err != nil {
 		a.errorf("%v", err)
 		return m, "", nil, ExitBadInput

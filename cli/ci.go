@@ -5,8 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/slogate/slogate/internal/fsafe"
 	"math"
-	"os"
 	"path/filepath"
 
 	"strconv"
@@ -76,7 +76,7 @@ func (a *app) cmdCI(ctx context.Context, args []string) int {
 		c.setOutputs()
 		return ExitBadInput
 	}
-	if c.gh, err = ghaction.LoadContext(a.getenv, os.ReadFile); err != nil {
+	if c.gh, err = ghaction.LoadContext(a.getenv, fsafe.ReadFile); err != nil {
 		a.errorf("%v", err)
 		c.out.Verdict = "error"
 		c.setOutputs()
@@ -506,7 +506,7 @@ func (c *ci) modeBaseline(ctx context.Context) int {
 	// Outside a pull request (a release, a schedule), propose the new baselines.
 	files := map[string][]byte{}
 	for _, p := range written {
-		data, err := os.ReadFile(p)
+		data, err := fsafe.ReadFile(p)
 		if err != nil {
 			c.errorf("%v", err)
 			return ExitFailure

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/slogate/slogate/internal/fsafe"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -19,7 +20,7 @@ func shardSets(paths []string) ([][]*result.Record, error) {
 	sets := map[string][]*result.Record{}
 	var keys []string
 	add := func(p string, explicit bool) error {
-		data, err := os.ReadFile(p)
+		data, err := fsafe.ReadFile(p)
 		if err != nil {
 			return err
 		}

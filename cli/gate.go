@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"github.com/slogate/slogate/internal/fsafe"
 	"io/fs"
 	"path/filepath"
 	"strings"
@@ -214,12 +215,19 @@ func (a *app) gateError(err error) int {
 	var re *result.FormatError
 	var ue *gate.UnfitError
 	switch {
-	case errors.As(err, &fe), errors.As(err, &ie), errors.As(err, &re), errors.Is(err, fs.ErrNotExist):
+	case errors.As(err, &fe), errors.As(err, &ie), errors.As(err, &re), errors.Is(err, fs.ErrNotExist), badFile(err):
 		return ExitBadInput
 	case errors.As(err, &ue):
 		return ExitFailure // an incomplete or saturated run: the tool or the engine failed
 	}
 	return ExitFailure
+}
+
+// badFile says whether err is a path that names no regular file (a FIFO, a device, a
+// socket, a directory) or a file over the size its reader accepts: bad input, exit 2.
+func badFile(err error) bool {
+	var tl *fsafe.TooLargeError
+	return fsafe.IsNotRegular(err) || errors.As(err, &tl)
 }
 
 // writeJSON writes v as indented JSON atomically. A non-finite float (a ratio over a

@@ -3,7 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
+	"github.com/slogate/slogate/internal/fsafe"
 	"path/filepath"
 	"slices"
 
@@ -67,12 +67,12 @@ func (a *app) cmdImport(ctx context.Context, args []string) int {
 	opt := interop.Options{Config: f, Workload: sel[0], Hardware: *hardware, ToolVersion: version, Benchmark: *bench}
 	var recs []*result.Record
 	for _, path := range files {
-		data, err := os.ReadFile(path)
+		data, err := fsafe.ReadFile(path)
 		if err != nil {
 			a.errorf("%v", err)
 			return ExitBadInput
 		}
-		beside := func(n string) ([]byte, error) { return os.ReadFile(filepath.Join(filepath.Dir(path), n)) }
+		beside := func(n string) ([]byte, error) { return fsafe.ReadFile(filepath.Join(filepath.Dir(path), n)) }
 		rs, err := interop.Import(*from, path, data, beside, opt)
 		if err != nil {
 			a.errorf("%v", err)

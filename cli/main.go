@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/slogate/slogate/engine"
 	"io"
 	"os"
 	"os/exec"
@@ -35,12 +36,66 @@ const (
 	ExitInconclusive = 4
 )
 
-// Main runs slogate with args (without the program name) and returns the exit code.
+// SignalGrace is how long slogate waits, after the first SIGINT or SIGTERM, for the
+// command to write what it measured and return. A second signal, or the end of the grace,
+// exits 3 at once, whatever the command is blocked on (a read, an engine that does not
+// answer): no signal can leave slogate holding a runner.
+const SignalGrace = 10 * time.Second
+
+// Main runs slogate with args (without the program name) and returns the exit code. The
+// first SIGINT or SIGTERM cancels the command's context; a second one, or SignalGrace
+// after the first, ends the process with exit 3 (watchSignals).
 func Main(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	done := make(chan struct{})
+	defer close(done)
+	go watchSignals(sigs, done, cancel, stderr, SignalGrace, forceExit)
+	if blockForTest != nil {
+		blockForTest()
+	}
 	a := newApp(stdout, stderr)
 	return a.run(ctx, args)
+}
+
+// blockForTest, set only by this package's test binary acting as slogate, blocks Main
+// before the command in a call no context reaches (the open of a FIFO without a writer),
+// as a command stuck in a read would be: what the grace period must end.
+var blockForTest func()
+
+// forceExit ends the process at once, killing the engines it started: each run's journal
+// is already on disk.
+func forceExit(code int) {
+	engine.KillStarted()
+	os.Exit(code)
+}
+
+// watchSignals cancels the command at the first signal of sigs, then exits 3 (through
+// exit) at a second signal or after grace, unless done closes first (the command
+// returned).
+func watchSignals(sigs <-chan os.Signal, done <-chan struct{}, cancel context.CancelCauseFunc, stderr io.Writer, grace time.Duration, exit func(int)) {
+	var first os.Signal
+	select {
+	case first = <-sigs:
+	case <-done:
+		return
+	}
+	cancel(fmt.Errorf("interrupted by %v", first))
+	fmt.Fprintf(stderr, "slogate: %v: stopping; what was measured is being written (a second signal, or %s, ends slogate at once with exit 3)\n", first, grace)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case s := <-sigs:
+		fmt.Fprintf(stderr, "slogate: %v again: exiting now (exit 3)\n", s)
+	case <-t.C:
+		fmt.Fprintf(stderr, "slogate: still running %s after %v: exiting now (exit 3)\n", grace, first)
+	case <-done:
+		return
+	}
+	exit(ExitFailure)
 }
 
 // app holds everything a command needs from the outside world, so that commands are
@@ -174,7 +229,7 @@ func (a *app) usage(w io.Writer, cmds map[string]command) {
 	for _, name := range sortedKeys(cmds) {
 		fmt.Fprintf(w, "  %-10s %s\n", name, cmds[name].summary)
 	}
-	fmt.Fprintf(w, "\nExit codes: 0 ok, 1 gate failed, 2 bad input, 3 tool or engine failure.\nRun 'slogate COMMAND -h' for a command's flags.\n")
+	fmt.Fprintf(w, "\nExit codes: 0 ok, 1 gate failed, 2 bad input, 3 tool or engine failure (also a second\nSIGINT or SIGTERM, or the first after %s), 4 inconclusive (--fail-on).\nRun 'slogate COMMAND -h' for a command's flags.\n", SignalGrace)
 }
 
 func (a *app) flagSet(name, usage string) *flag.FlagSet {

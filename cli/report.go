@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/slogate/slogate/internal/fsafe"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -119,7 +119,7 @@ func (a *app) cmdReport(_ context.Context, args []string) int {
 }
 
 func readGateResult(path string) (*gate.Result, error) {
-	data, err := os.ReadFile(path)
+	data, err := fsafe.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}

@@ -103,7 +103,7 @@ func (a *app) runner() *measure.Runner {
 // measureError prints an error of the measure package and returns its exit code.
 func (a *app) measureError(err error) int {
 	a.errorf("%v", err)
-	if measure.IsBadInput(err) {
+	if measure.IsBadInput(err) || badFile(err) {
 		return ExitBadInput
 	}
 	return ExitFailure

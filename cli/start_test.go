@@ -46,6 +46,14 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if os.Getenv("SLOGATE_TEST_MAIN") != "" {
+		// The test binary as slogate itself (signal_test.go, hostile_test.go).
+		waittest.DieWithParent()
+		if fifo := os.Getenv("SLOGATE_TEST_BLOCK_ON"); fifo != "" {
+			blockForTest = func() { f, _ := os.Open(fifo); f.Close() }
+		}
+		os.Exit(Main(strings.Split(os.Getenv("SLOGATE_TEST_MAIN"), "\x1f"), os.Stdout, os.Stderr))
+	}
 	// The package takes about 2 minutes, 3 under -race.
 	waittest.Main(m, testParallel(), 8*time.Minute)
 }

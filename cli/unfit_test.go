@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/slogate/slogate/gate"
 	"github.com/slogate/slogate/result"
@@ -145,4 +146,51 @@ func TestFourTimesSlowerNeverExitsZero(t *testing.T) {
 	if want := map[gate.Verdict]int{gate.Fail: ExitGateFailed, gate.Inconclusive: ExitInconclusive}[res.Verdict]; code != want {
 		t.Errorf("verdict %s exit %d, want %d", res.Verdict, code, want)
 	}
+}
+
+// TestABSleepSwapFutileIsNeverABarePass: an engine against itself with sleep swaps,
+// sequential with a futility stop from block 8 under a 2% ITL p99 tolerance that no
+// number of blocks up to 16 could decide: the job stops futile, and every rule judged by
+// its blocks is inconclusive or passes with its interval inside the tolerance, never a
+// pass with no interval (which it used to print, exit 0).
+func TestABSleepSwapFutileIsNeverABarePass(t *testing.T) {
+	t.Parallel()
+	long(t)
+	sw := sim.Swap{SleepMode: true, DevMode: true, SleepTime: 10 * time.Millisecond, WakeTime: 20 * time.Millisecond}
+	ra, rb := startSwapSim(t, sw), startSwapSim(t, sw)
+	rules := "gate:\n  rules:\n    goodput: {direction: higher, tolerance: 5%}\n    itl_p99: {direction: lower, tolerance: 2%}\n"
+	withRules := func(cfg string) string {
+		raw, err := os.ReadFile(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return writeConfig(t, string(raw)+rules)
+	}
+	base, cand := withRules(swapConfig(t, ra.URL, "{mode: sleep}")), withRules(swapConfig(t, rb.URL, "{mode: sleep}"))
+	j := runABJob(t, cand, base, "--blocks", "16", "--min-blocks", "4", "--futility-from", "8")
+	w := j.res.Workloads[0]
+	if w.Stopped == nil {
+		t.Fatalf("the job did not say how it stopped\n%s", j.errb)
+	}
+	for _, m := range w.Metrics {
+		if m.Method != gate.MethodBlocks {
+			continue
+		}
+		switch {
+		case m.Verdict == gate.Inconclusive:
+			if m.Undecided == "" {
+				t.Errorf("%s: inconclusive without saying what would decide it", m.Metric)
+			}
+		case m.Verdict == gate.Pass:
+			if m.Lo == nil || m.Hi == nil || (m.Direction == "lower" && *m.Hi > 1+m.Tolerance) || (m.Direction == "higher" && *m.Lo < 1-m.Tolerance) {
+				t.Errorf("%s passed without its interval inside the tolerance: [%v, %v]", m.Metric, m.Lo, m.Hi)
+			}
+		default:
+			t.Errorf("%s: %s, an engine against itself: want pass or inconclusive", m.Metric, m.Verdict)
+		}
+	}
+	if want := map[gate.Verdict]int{gate.Pass: ExitOK, gate.Inconclusive: ExitInconclusive}[j.res.Verdict]; j.code != want || (j.res.Verdict != gate.Pass && j.res.Verdict != gate.Inconclusive) {
+		t.Errorf("verdict %s exit %d\n%s", j.res.Verdict, j.code, j.errb)
+	}
+	t.Logf("stopped %+v; verdict %s", w.Stopped, j.res.Verdict)
 }

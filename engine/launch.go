@@ -103,7 +103,8 @@ func Launch(ctx context.Context, s LaunchSpec) (*Process, error) {
 	}
 	p.Startup.StartedAt = start
 	p.cmd = cmd
-	go func() { p.waitErr = cmd.Wait(); close(p.done) }()
+	started.add(cmd.Process.Pid)
+	go func() { p.waitErr = cmd.Wait(); started.remove(cmd.Process.Pid); close(p.done) }()
 
 	ready := time.NewTimer(s.ReadyTimeout)
 	defer ready.Stop()
@@ -244,6 +245,28 @@ func (p *Process) Stop() {
 	case <-time.After(30 * time.Second):
 		_ = syscall.Kill(pgid, syscall.SIGKILL)
 		<-p.done
+	}
+}
+
+// started holds the process groups of the engines Launch started that have not ended, so
+// that a process that must end at once (a second signal) leaves no engine holding a GPU.
+var started = &groups{pids: map[int]bool{}}
+
+type groups struct {
+	mu   sync.Mutex
+	pids map[int]bool
+}
+
+func (g *groups) add(pid int)    { g.mu.Lock(); g.pids[pid] = true; g.mu.Unlock() }
+func (g *groups) remove(pid int) { g.mu.Lock(); delete(g.pids, pid); g.mu.Unlock() }
+
+// KillStarted kills the process group of every engine Launch started that has not ended,
+// without waiting: for a process about to exit without stopping them in turn.
+func KillStarted() {
+	started.mu.Lock()
+	defer started.mu.Unlock()
+	for pid := range started.pids {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/slogate/slogate/internal/fsafe"
 	"io/fs"
 	"maps"
 	"math"
@@ -603,7 +604,7 @@ type Store struct {
 }
 
 // DirStore is the baselines directory dir on disk.
-func DirStore(dir string) Store { return Store{FS: os.DirFS(dir), Dir: dir} }
+func DirStore(dir string) Store { return Store{FS: fsafe.DirFS(dir), Dir: dir} }
 
 // Path is the path of a baseline as shown to a person.
 func (s Store) Path(workload, hardware string) string {

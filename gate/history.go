@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/slogate/slogate/internal/fsafe"
 	"io/fs"
 	"math"
-	"os"
 	"path"
 	"path/filepath"
 	"time"
@@ -106,7 +106,7 @@ func AppendHistory(dir, workload, hardware string, e HistoryEntry) (string, erro
 		return "", err
 	}
 	p := filepath.Join(dir, filepath.FromSlash(HistoryRelPath(workload, hardware)))
-	old, err := os.ReadFile(p)
+	old, err := fsafe.ReadFile(p)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return "", err
 	}

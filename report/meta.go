@@ -3,7 +3,7 @@ package report
 import (
 	"encoding/json"
 	"fmt"
-	"os"
+	"github.com/slogate/slogate/internal/fsafe"
 	"time"
 )
 
@@ -65,7 +65,7 @@ func (m *Meta) Origin(path string) *BaselineOrigin {
 
 // ReadMeta reads a meta file.
 func ReadMeta(path string) (*Meta, error) {
-	data, err := os.ReadFile(path)
+	data, err := fsafe.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/slogate/slogate/internal/fsafe"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -191,7 +192,7 @@ func WriteFileAtomic(path string, data []byte) error {
 // Read reads and checks one run record. A file that is not a run record yields a
 // *FormatError naming it; an I/O failure is returned as it is.
 func Read(path string) (*Record, error) {
-	data, err := os.ReadFile(path)
+	data, err := fsafe.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -310,7 +311,7 @@ func ReadSweepsDir(dir string) ([]*Sweep, error) {
 	var out []*Sweep
 	for _, n := range names {
 		path := filepath.Join(dir, n)
-		data, err := os.ReadFile(path)
+		data, err := fsafe.ReadFile(path)
 		if err != nil {
 			return nil, err
 		}
@@ -331,7 +332,7 @@ func ReadSweepsDir(dir string) ([]*Sweep, error) {
 
 // jsonNames are the names of the *.json files of dir, sorted.
 func jsonNames(dir string) ([]string, error) {
-	entries, err := os.ReadDir(dir)
+	entries, err := fsafe.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -368,7 +369,7 @@ func readDir(dir string) ([]*Record, []string, error) {
 	var files []string
 	for _, n := range names {
 		path := filepath.Join(dir, n)
-		data, err := os.ReadFile(path)
+		data, err := fsafe.ReadFile(path)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/slogate/slogate/internal/fsafe"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -68,7 +69,7 @@ func WriteManifest(dir string, m *Manifest) error {
 // ReadManifest reads dir's manifest; nil (and no error) when dir has none.
 func ReadManifest(dir string) (*Manifest, error) {
 	path := filepath.Join(dir, ManifestName)
-	data, err := os.ReadFile(path)
+	data, err := fsafe.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

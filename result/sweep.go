@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/slogate/slogate/internal/fsafe"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -540,7 +540,7 @@ func WriteSweep(path string, s *Sweep) error {
 // ReadSweep reads and checks one sweep record; a file that is not one yields a
 // *FormatError.
 func ReadSweep(path string) (*Sweep, error) {
-	data, err := os.ReadFile(path)
+	data, err := fsafe.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}

@@ -5,10 +5,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/slogate/slogate/internal/fsafe"
 	"io"
 	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -109,29 +109,18 @@ const (
 // directories are refused before they are opened (a FIFO would block the open, a
 // device never ends).
 func ReadLimited(path string, limit int64) ([]byte, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file (%s)", fileKind(st.Mode()))
-	}
-	if st.Size() > limit {
-		return nil, fmt.Errorf("%d bytes, over the limit of %d bytes (%d MiB)", st.Size(), limit, limit>>20)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
+	data, err := fsafe.ReadLimited(path, limit)
+	var nr *fsafe.NotRegularError
+	var tl *fsafe.TooLargeError
+	switch {
+	case errors.As(err, &nr):
+		return nil, fmt.Errorf("not a regular file (%s)", fileKind(nr.Mode))
+	case errors.As(err, &tl) && tl.Size >= 0:
+		return nil, fmt.Errorf("%d bytes, over the limit of %d bytes (%d MiB)", tl.Size, limit, limit>>20)
+	case errors.As(err, &tl):
 		return nil, fmt.Errorf("over the limit of %d bytes (%d MiB)", limit, limit>>20)
 	}
-	return data, nil
+	return data, err
 }
 
 func fileKind(m fs.FileMode) string {

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package fsafe
+
+const oNonblock = 0
