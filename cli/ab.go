@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/slogate/slogate/plan"
 	"os"
 	"path/filepath"
 	"time"
@@ -230,6 +231,17 @@ func (a *app) abJob(ctx context.Context, p abParams) (*gate.Result, []*result.Re
 	res, err := gate.EvaluateAB(p.cand, all, cals)
 	if err != nil {
 		return nil, nil, a.gateError(err)
+	}
+	// What would decide each rule left undecided, as slogate plan computes it.
+	for i := range res.Workloads {
+		for _, w := range selected {
+			if w.Name != res.Workloads[i].Name {
+				continue
+			}
+			if pl, err := plan.ForWorkload(w, plan.Inputs{Job: plan.Job{Confidence: p.cand.Gate.Confidence}, Records: all}); err == nil {
+				plan.AdviseAB(&res.Workloads[i], pl.Job)
+			}
+		}
 	}
 	res.GPUMinutes = gpuMinutes(all)
 	return res, cand, ExitOK

@@ -115,12 +115,14 @@ capacity: {peak_rps: 20, target_utilization: 80%, gpu_hour_usd: 2}
 		t.Error("the baseline keeps no task_met column")
 	}
 
-	// The same engine passes the task_goodput rule against its baseline.
+	// The same engine never fails the task_goodput rule against its baseline: 40 tasks'
+	// sampling noise (about ±23%) is wider than the 10% tolerance, so it passes only when
+	// its interval happens to fall inside it, and is otherwise inconclusive (exit 4).
 	same := t.TempDir()
 	run(0.15, same)
 	a, out, errb = testApp(t)
-	if code := a.run(cmdCtx(t), []string{"gate", "-c", cfg, "-r", same}); code != ExitOK {
-		t.Errorf("gate, same engine: exit %d, want pass\n%s\n%s", code, out, errb)
+	if code := a.run(cmdCtx(t), []string{"gate", "-c", cfg, "-r", same}); code != ExitOK && code != ExitInconclusive {
+		t.Errorf("gate, same engine: exit %d, want pass or inconclusive\n%s\n%s", code, out, errb)
 	}
 
 	// An engine failing 60% of its requests loses a turn to its three tries 0.6³ = 22% of

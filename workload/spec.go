@@ -262,7 +262,7 @@ type Arrival struct {
 	TraceSHA256 string
 	// Records are the loaded entries of a trace with lengths, one per offset.
 	Records   []TraceRecord
-	Users     int           // closed: concurrent users
+	Users     int           // closed: concurrent users, at most MaxUsers
 	Think     time.Duration // closed: think time between a response and the next request
 	ThinkDist string        // closed: "fixed" (default) or "exponential" (mean Think)
 }
@@ -496,3 +496,9 @@ func (d LengthDist) Typical() int {
 	}
 	return 0
 }
+
+// MaxUsers is the most concurrent users a closed loop may have: each holds a goroutine
+// and a connection for the whole run, and a count in the millions exhausts the machine's
+// memory before the first request. It is far more than one engine serves at once; a
+// larger load is sharded across machines.
+const MaxUsers = 10000

@@ -238,12 +238,21 @@ func (d *decoder) validateURL(path, u string) {
 	if !d.ok(path) || u == "" {
 		return
 	}
-	if CheckURL(u) != nil {
-		d.fail(path, d.nodes[path], "%s", urlForms)
+	if err := CheckURL(u); err != nil {
+		why := urlForms
+		if pu, perr := url.Parse(u); perr == nil && (pu.RawQuery != "" || pu.Fragment != "" || pu.ForceQuery) {
+			why = urlNoQuery
+		}
+		d.fail(path, d.nodes[path], "%s", why)
 	}
 }
 
-const urlForms = "expected an http:// or https:// URL such as \"http://127.0.0.1:8000\""
+const (
+	urlForms = "expected an http:// or https:// URL such as \"http://127.0.0.1:8000\""
+	// urlNoQuery: the API's paths are appended to the URL, so a query or a fragment
+	// would end up in the middle of every request's path (…/?key=x/v1/models).
+	urlNoQuery = "a query or a fragment would land in the middle of every request's path: give the base URL alone (an API key goes in target.api_key_env)"
+)
 
 // CheckURL checks an engine URL given outside the file (--target, the Action's target
 // input) as target.url is checked, with the same message.
@@ -251,6 +260,9 @@ func CheckURL(u string) error {
 	pu, err := url.Parse(u)
 	if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
 		return fmt.Errorf("invalid target %q: %s", u, urlForms)
+	}
+	if pu.RawQuery != "" || pu.Fragment != "" || pu.ForceQuery {
+		return fmt.Errorf("invalid target %q: %s", u, urlNoQuery)
 	}
 	return nil
 }
@@ -565,6 +577,7 @@ func (d *decoder) validateArrival(p string, a *Arrival) {
 	case ArrivalClosed:
 		if d.require(p, "users", "give the number of concurrent users") {
 			d.check(join(p, "users"), a.Users >= 1, "must be at least 1")
+			d.check(join(p, "users"), a.Users <= MaxUsers, "at most %d: each user is a goroutine and a connection held through the run (shard the run across machines for more)", MaxUsers)
 		}
 		d.check(join(p, "think"), a.Think >= 0, "must not be negative")
 	}

@@ -20,6 +20,17 @@ func TestValidateRules(t *testing.T) {
 	tests := []struct {
 		name, src, want string
 	}{
+		{"a url with a query would put it in every request's path",
+			wl(arrival+lengths) + "target: {url: \"http://h:8000/?key=x\"}\n",
+			`v.yaml:9:15: invalid target.url "http://h:8000/?key=x": a query or a fragment would land in the middle of every request's path: give the base URL alone (an API key goes in target.api_key_env)`},
+		{"a url with a fragment",
+			wl(arrival+lengths) + "target: {url: \"http://h:8000/#x\"}\n",
+			`v.yaml:9:15: invalid target.url "http://h:8000/#x": a query or a fragment would land in the middle of every request's path: give the base URL alone (an API key goes in target.api_key_env)`},
+		{"a closed loop of a billion users is refused when the file loads",
+			head + "workloads:\n  - name: w\n    requests: 10\n    arrival: {process: closed, users: 1000000000}\n" + lengths,
+			`v.yaml:6:39: invalid arrival.users "1000000000": at most 10000: each user is a goroutine and a connection held through the run (shard the run across machines for more)`},
+		{"a closed loop of 10000 users loads",
+			head + "workloads:\n  - name: w\n    requests: 10\n    arrival: {process: closed, users: 10000}\n" + lengths, ""},
 		{"an empty url is allowed: --target sets it",
 			wl(arrival+lengths) + "target: {url: \"\", api_key_env: \"\"}\n", ""},
 		{"target.swap: sleep needs no start (engines already running)",
@@ -135,4 +146,26 @@ func numbered(src string) string {
 		fmt.Fprintf(&b, "%3d| %s\n", i+1, l)
 	}
 	return b.String()
+}
+
+// TestCheckURLRefusesQueries: a URL given outside the file (--target, the Action's
+// target input) with a query or a fragment is refused as target.url is: the API's paths
+// are appended to it.
+func TestCheckURLRefusesQueries(t *testing.T) {
+	for u, ok := range map[string]bool{
+		"http://127.0.0.1:8000": true,
+		"https://h/v1-prefix/":  true,
+		"http://h:8000/?key=x":  false,
+		"http://h:8000/#frag":   false,
+		"http://h:8000/?":       false,
+		"ftp://h:8000":          false,
+	} {
+		err := CheckURL(u)
+		if (err == nil) != ok {
+			t.Errorf("CheckURL(%q) = %v, want ok %v", u, err, ok)
+		}
+		if !ok && strings.Contains(u, "http://h:8000/") && (err == nil || !strings.Contains(err.Error(), "a query or a fragment")) {
+			t.Errorf("CheckURL(%q) = %v, want it to say why", u, err)
+		}
+	}
 }
