@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,6 +63,11 @@ func TestABUnfitBlockEndsTheJob(t *testing.T) {
 	if got, _ := filepath.Glob(filepath.Join(dir, "small.ab4.*")); len(got) != 0 {
 		t.Errorf("a fourth block ran after an unfit one: %v", got)
 	}
+	// The workload's thin ITL p99 tail (440 gaps a run) is warned of once for the job,
+	// not once per block.
+	if n := strings.Count(errb.String(), "itl_p99 needs 1000 gaps between chunks per run"); n != 1 {
+		t.Errorf("the thin tail was warned of %d times in three blocks, want once:\n%s", n, errb)
+	}
 }
 
 // TestCalibrationAndRepeatsRefuseAnUnfitRun: calibrate and run's repeats refuse a run
@@ -125,20 +129,13 @@ func TestFourTimesSlowerNeverExitsZero(t *testing.T) {
 	if code := a.run(cmdCtx(t), []string{"run", "-c", cfg, "--target", slow, "-o", dir}); code != ExitOK {
 		t.Fatalf("run: exit %d\n%s\n%s", code, out, errb)
 	}
-	gj := filepath.Join(t.TempDir(), "gate.json")
+	gdir := t.TempDir()
 	a, out, errb = testApp(t)
-	code := a.run(cmdCtx(t), []string{"gate", "-c", cfg, "-r", dir, "--json", gj})
+	code := a.run(cmdCtx(t), []string{"gate", "-c", cfg, "-r", dir, "--json", filepath.Join(gdir, "gate.json")})
 	if code == ExitOK {
 		t.Fatalf("a candidate 4x slower exited 0\n%s\n%s", out, errb)
 	}
-	var res gate.Result
-	raw, err := os.ReadFile(gj)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(raw, &res); err != nil {
-		t.Fatal(err)
-	}
+	res := abGateJSON(t, gdir, code, out, errb)
 	m := metricNamed(res.Workloads[0], "itl_p99")
 	if m == nil || m.Method != gate.MethodCalibrated || (m.Verdict != gate.Fail && m.Verdict != gate.Inconclusive) {
 		t.Fatalf("itl_p99 %+v: want a calibrated comparison that fails or is inconclusive\n%s", m, out)

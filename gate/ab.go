@@ -69,7 +69,8 @@ func evalBlocks(rule workload.Rule, def metricDef, blocks []abBlock, basePol sta
 			m.BaselineTrials = append(m.BaselineTrials, v)
 		}
 	}
-	pb, pc := def.build(joinRuns(base)), def.build(joinRuns(cand))
+	jb, jc := joinRuns(base), joinRuns(cand)
+	pb, pc := def.build(jb), def.build(jc)
 	pol := basePol
 	pol.Direction, pol.Tolerance = dir, rule.Tolerance
 	conf := cmp.Or(pol.Confidence, stats.DefaultConfidence)
@@ -114,7 +115,7 @@ func evalBlocks(rule workload.Rule, def metricDef, blocks []abBlock, basePol sta
 	}
 	m.Verdict = Worst(verdicts...)
 	if isRelative(rule) {
-		m.Verdict = tailVerdict(&m, def, m.Verdict, joinRuns(base), joinRuns(cand))
+		m.Verdict = tailVerdict(&m, def, m.Verdict, jb, jc)
 	}
 	return m
 }

@@ -159,8 +159,8 @@ func lookupMetric(name string) (metricDef, error) {
 		} else {
 			d.values = func(r *run) int {
 				n := 0
-				for _, v := range perRequest(r, m) {
-					if !math.IsNaN(v) {
+				for _, v := range column(r, m) {
+					if v >= 0 {
 						n++
 					}
 				}
@@ -199,17 +199,23 @@ func not(b []bool) []bool {
 	return out
 }
 
-// perRequest is one latency per request in µs, NaN where the request has none.
-func perRequest(r *run, metric string) []float64 {
-	var col []int64
+// column is one latency per request in µs of metric (ttft, tpot, e2e), negative where
+// the request has none.
+func column(r *run, metric string) []int64 {
 	switch metric {
 	case "ttft":
-		col = r.ttft
+		return r.ttft
 	case "tpot":
-		col = r.tpot
+		return r.tpot
 	case "e2e":
-		col = r.e2e
+		return r.e2e
 	}
+	return nil
+}
+
+// perRequest is one latency per request in µs, NaN where the request has none.
+func perRequest(r *run, metric string) []float64 {
+	col := column(r, metric)
 	out := make([]float64, len(col))
 	for i, v := range col {
 		if v < 0 {

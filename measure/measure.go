@@ -20,6 +20,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/slogate/slogate/engine"
@@ -83,6 +84,9 @@ type Runner struct {
 	// Measured, when set, sees each record as Run returns it (tests make a run one
 	// that did not measure the engine: a saturated block, a warm cold run).
 	Measured func(*result.Record)
+
+	mu          sync.Mutex
+	tailsWarned map[string]bool // config path and workload: warnTails has warned
 }
 
 func (r *Runner) newRunID() string {
@@ -145,6 +149,30 @@ func TargetURL(f *workload.File, override string) string {
 	return f.Target.URL
 }
 
+// warnTails warns, once per config file and workload whatever the number of runs, blocks
+// or sides that prepare it, of each percentile rule a run of the workload cannot give
+// enough values beyond its percentile to pass (gate.TailNeeds).
+func (r *Runner) warnTails(f *workload.File) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := range f.Workloads {
+		w := &f.Workloads[i]
+		key := f.Path + "\x00" + w.Name
+		if r.tailsWarned[key] {
+			continue
+		}
+		if r.tailsWarned == nil {
+			r.tailsWarned = map[string]bool{}
+		}
+		r.tailsWarned[key] = true
+		for _, n := range gate.TailNeeds(w, f.Gate.Rules) {
+			if n.Short() {
+				r.logf("warning: workload %q: %s", w.Name, n)
+			}
+		}
+	}
+}
+
 // Prepare reaches the engine, reads its identity, checks the pinned model and collects
 // the environment.
 func (r *Runner) Prepare(ctx context.Context, f *workload.File, override string) (*Target, error) {
@@ -152,13 +180,7 @@ func (r *Runner) Prepare(ctx context.Context, f *workload.File, override string)
 	if t.URL == "" {
 		return nil, badInput("%s: no engine URL: set target.url or pass --target", f.Path)
 	}
-	for i := range f.Workloads {
-		for _, n := range gate.TailNeeds(&f.Workloads[i], f.Gate.Rules) {
-			if n.Short() {
-				r.logf("warning: workload %q: %s", f.Workloads[i].Name, n)
-			}
-		}
-	}
+	r.warnTails(f)
 	if override != "" {
 		if err := workload.CheckURL(override); err != nil {
 			return nil, &BadInputError{Err: err}

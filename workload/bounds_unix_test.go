@@ -34,11 +34,11 @@ func TestDataFilesBounded(t *testing.T) {
 	tests := []struct {
 		name, trace, lengths, want string
 	}{
-		{"a trace from /dev/zero", "/dev/zero", big, "cannot read trace /dev/zero: not a regular file (a device)"},
-		{"lengths from /dev/urandom", big, "/dev/urandom", "/dev/urandom: not a regular file (a device)"},
-		{"a FIFO (would block the open)", fifo, big, "not a regular file (a named pipe)"},
+		{"a trace from /dev/zero", "/dev/zero", big, "cannot read trace /dev/zero: not a regular file: a character device"},
+		{"lengths from /dev/urandom", big, "/dev/urandom", "/dev/urandom: not a regular file: a character device"},
+		{"a FIFO (would block the open)", fifo, big, "not a regular file: a named pipe (FIFO)"},
 		{"a file over the limit", big, big, "over the limit of 67108864 bytes (64 MiB)"},
-		{"a directory", dir, big, "not a regular file (a directory)"},
+		{"a directory", dir, big, "not a regular file: a directory"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

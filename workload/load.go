@@ -114,27 +114,13 @@ func ReadLimited(path string, limit int64) ([]byte, error) {
 	var tl *fsafe.TooLargeError
 	switch {
 	case errors.As(err, &nr):
-		return nil, fmt.Errorf("not a regular file (%s)", fileKind(nr.Mode))
+		return nil, fmt.Errorf("not a regular file: %s", fsafe.Kind(nr.Mode))
 	case errors.As(err, &tl) && tl.Size >= 0:
 		return nil, fmt.Errorf("%d bytes, over the limit of %d bytes (%d MiB)", tl.Size, limit, limit>>20)
 	case errors.As(err, &tl):
 		return nil, fmt.Errorf("over the limit of %d bytes (%d MiB)", limit, limit>>20)
 	}
 	return data, err
-}
-
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return "mode " + m.String()
 }
 
 // Parse checks a workload file held in memory. name is used in error messages and in

@@ -90,14 +90,8 @@ func percentileLabel(q float64) string {
 // on a percentile that rests on fewer cannot pass (gate: inconclusive).
 const MinTail = 10
 
-// minForPercentile is the number of values a percentile needs for MinTail of them to lie
-// beyond it: 1,000 for a p99, 200 for a p95, 20 for the median.
-func minForPercentile(q float64) int {
-	return ValuesForTail(q)
-}
-
 // ValuesForTail is the number of values a percentile q needs for MinTail of them to lie
-// beyond it (1,000 for a p99).
+// beyond it: 1,000 for a p99, 200 for a p95, 20 for the median.
 func ValuesForTail(q float64) int {
 	p, _ := tailFraction(q)
 	return int(math.Ceil(MinTail/p - 1e-9))
@@ -188,7 +182,7 @@ func (p *Percentile) Warnings() []string {
 	if p.n < MinRequests {
 		ws = append(ws, fmt.Sprintf("too few requests for a bootstrap interval: %d < %d", p.n, MinRequests))
 	}
-	if need := minForPercentile(p.q); len(p.vals) < need {
+	if need := ValuesForTail(p.q); len(p.vals) < need {
 		ws = append(ws, fmt.Sprintf("too few requests for a %s interval: %d < %d (%d values beyond it)", percentileLabel(p.q), len(p.vals), need, MinTail))
 	}
 	return ws
@@ -329,7 +323,7 @@ func (m *PooledPercentile) Warnings() []string {
 	if len(m.counts) < MinRequests {
 		ws = append(ws, fmt.Sprintf("too few requests for a bootstrap interval: %d < %d", len(m.counts), MinRequests))
 	}
-	if need := minForPercentile(m.q); m.total < int64(need) {
+	if need := ValuesForTail(m.q); m.total < int64(need) {
 		ws = append(ws, fmt.Sprintf("too few pooled values for a %s interval: %d < %d (%d values beyond it)", percentileLabel(m.q), m.total, need, MinTail))
 	}
 	return ws

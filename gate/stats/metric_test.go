@@ -63,8 +63,8 @@ func TestPercentileLabels(t *testing.T) {
 		if got := percentileLabel(c.q); got != c.label {
 			t.Errorf("percentileLabel(%v) = %q, want %q", c.q, got, c.label)
 		}
-		if got := minForPercentile(c.q); got != c.min {
-			t.Errorf("minForPercentile(%v) = %d, want %d", c.q, got, c.min)
+		if got := ValuesForTail(c.q); got != c.min {
+			t.Errorf("ValuesForTail(%v) = %d, want %d", c.q, got, c.min)
 		}
 	}
 }
