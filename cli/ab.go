@@ -3,13 +3,14 @@ package cli
 import (
 	"context"
 	"fmt"
-	"github.com/slogate/slogate/plan"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/slogate/slogate/gate"
+	"github.com/slogate/slogate/internal/fsafe"
 	"github.com/slogate/slogate/measure"
+	"github.com/slogate/slogate/plan"
 	"github.com/slogate/slogate/report"
 	"github.com/slogate/slogate/result"
 	"github.com/slogate/slogate/workload"
@@ -145,6 +146,9 @@ func (a *app) abJob(ctx context.Context, p abParams) (*gate.Result, []*result.Re
 		return nil, nil, a.measureError(err)
 	}
 	layout := gate.Layout(p.blocks)
+	if code := a.checkOutputs(p.outDir, abOutputs(p.outDir, selected, p.blocks, layout)...); code != ExitOK {
+		return nil, nil, code
+	}
 	stop := gate.ABStop{MinBlocks: p.minBlocks, MaxBlocks: p.blocks, FutilityFrom: p.futilityFrom, FinalShare: p.finalShare}
 	// Looked up once: the job looks after every block.
 	cals := gate.CalibrationOf(baselineStore(p.cand, p.baselines).CalibrationOf).Once()
@@ -188,7 +192,7 @@ func (a *app) abJob(ctx context.Context, p abParams) (*gate.Result, []*result.Re
 				f = &g
 			}
 			rec, code := a.measureOnce(ctx, r, f, wl, target, p.outDir, measure.Trial{N: k + 1, Of: p.blocks,
-				Journal: filepath.Join(p.outDir, fmt.Sprintf("%s.ab%d.%s.journal.jsonl", w.Name, k+1, name))}, fmt.Sprintf("engine.ab%d.%s.log", k+1, name))
+				Journal: journalPath(abBlockPath(p.outDir, w.Name, k+1, name))}, abBlockEngineLog(k+1, name))
 			if rec == nil {
 				return nil, nil, code
 			}
@@ -200,10 +204,10 @@ func (a *app) abJob(ctx context.Context, p abParams) (*gate.Result, []*result.Re
 			if stop.Sequential() {
 				rec.AB.MinBlocks, rec.AB.FutilityFrom, rec.AB.FinalShare = p.minBlocks, p.futilityFrom, p.finalShare
 			}
-			path := filepath.Join(p.outDir, fmt.Sprintf("%s.ab%d.%s.json", w.Name, k+1, name))
+			path := abBlockPath(p.outDir, w.Name, k+1, name)
 			if err := result.Write(path, rec); err != nil {
 				a.errorf("writing %s: %v", path, err)
-				return nil, nil, ExitFailure
+				return nil, nil, writeExit(err)
 			}
 			fmt.Fprintf(a.stderr, "slogate: block %d/%d (%c, %s) of %s: ITL p99 %.2f ms, TTFT p95 %.1f ms, goodput %.3f req/s\n",
 				k+1, p.blocks, side, name, w.Name, rec.Summary.ITLms.P99, rec.Summary.TTFTms.P95, rec.Summary.GoodputRPS)
@@ -254,8 +258,8 @@ func (a *app) launchSide(r *measure.Runner, outDir string) measure.LaunchFunc {
 		if err := os.MkdirAll(outDir, 0o755); err != nil {
 			return 0, nil, err
 		}
-		logPath := filepath.Join(outDir, "engine."+side.Name+".log")
-		log, err := os.Create(logPath)
+		logPath := filepath.Join(outDir, abSideEngineLog(side.Name))
+		log, err := fsafe.Create(logPath)
 		if err != nil {
 			return 0, nil, err
 		}

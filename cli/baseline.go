@@ -29,12 +29,13 @@ write that failed.`
 
 func (a *app) cmdBaseline(ctx context.Context, args []string) int {
 	if len(args) == 0 || args[0] != "update" {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			fmt.Fprintln(a.stderr, baselineUsage)
-			return ExitOK
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+			// The usage of its one subcommand, with its flags.
+			args = []string{"update", "-h"}
+		} else {
+			a.errorf("baseline: expected the subcommand \"update\"\n\n%s", baselineUsage)
+			return ExitBadInput
 		}
-		a.errorf("baseline: expected the subcommand \"update\"\n\n%s", baselineUsage)
-		return ExitBadInput
 	}
 	fs := a.flagSet("baseline update", baselineUsage)
 	var p gateParams
@@ -200,7 +201,7 @@ func (a *app) updateAllBaselines(f *workload.File, recs []*result.Record, sweeps
 		path, err := gate.WriteSweep(store.Dir, sw)
 		if err != nil {
 			a.errorf("writing the sweep baseline of %s on %s: %v", sw.Workload, gate.SweepHardwareOf(sw), err)
-			return nil, ExitFailure
+			return nil, writeExit(err)
 		}
 		fmt.Fprintf(a.stdout, "wrote %s (%s on %s: sweep, max sustainable %s req/s, bound %s, precision %s, engine %s)\n",
 			path, sw.Workload, gate.SweepHardwareOf(sw), fmtRate(*sw.MaxSustainableRPS), sw.Bound, fractionFlag{&sw.Params.Precision}, engineOf(sw.Environment))

@@ -3,9 +3,9 @@ package cli
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 
 	"github.com/slogate/slogate/gate"
+	"github.com/slogate/slogate/internal/fsafe"
 	"github.com/slogate/slogate/measure"
 	"github.com/slogate/slogate/result"
 	"github.com/slogate/slogate/workload"
@@ -56,17 +56,12 @@ func (a *app) cmdCalibrate(ctx context.Context, args []string) int {
 		a.errorf("calibrate: --min-runs %d: want 0 (every one of --runs) or from 3 (two runs know nothing of a spread) to --runs (%d)", *minRuns, *runs)
 		return ExitBadInput
 	}
-	if *restartEvery < 0 {
-		a.errorf("calibrate: --restart-every %d: want a number of runs, at least 1", *restartEvery)
-		return ExitBadInput
-	}
 	f, code := a.loadConfig(p.config)
 	if f == nil {
 		return code
 	}
-	if *restartEvery > 0 && f.Target.Start == nil {
-		a.errorf("calibrate: --restart-every %d: %s has no target.start, so slogate cannot start the engine; add target.start, or leave out --restart-every (the runs then share the running engine)", *restartEvery, f.Path)
-		return ExitBadInput
+	if code := a.checkRestartEvery("calibrate", "runs", "an engine start every run", *restartEvery, f); code != ExitOK {
+		return code
 	}
 	_, code = a.calibrate(ctx, f, p, calibrateParams{runs: *runs, minRuns: *minRuns, restartEvery: max(*restartEvery, 1), append: *appendRuns}, baselineStore(f, *baselines))
 	return code
@@ -92,8 +87,26 @@ func (a *app) calibrate(ctx context.Context, f *workload.File, p runParams, cp c
 	if err != nil {
 		return nil, a.measureError(err)
 	}
-	r := a.runner()
 	restarts := f.Target.Start != nil
+	// What the calibration writes, and the baselines it appends to, are checked before
+	// the first run: a run's record path that is a link, an unwritable baselines
+	// directory or a truncated baseline is found now, not after every run.
+	if code := a.checkOutputs(p.outDir, calibrateOutputs(p.outDir, selected, runs, restarts)...); code != ExitOK {
+		return nil, code
+	}
+	if err := fsafe.ProbeDir(store.Dir); err != nil {
+		a.errorf("the baselines directory %s cannot be written (%v): nothing was sent; give a writable directory with --baselines", store.Dir, err)
+		return nil, ExitBadInput
+	}
+	if cp.append {
+		for _, w := range selected {
+			if err := store.CheckAppend(w.Name); err != nil {
+				a.errorf("calibrate --append: %v: nothing was sent", err)
+				return nil, ExitBadInput
+			}
+		}
+	}
+	r := a.runner()
 	var written []string
 	for _, w := range selected {
 		var recs []*result.Record
@@ -128,7 +141,7 @@ func (a *app) calibrate(ctx context.Context, f *workload.File, p runParams, cp c
 				if stop != nil {
 					stop()
 				}
-				proc, st, code := a.launchEngineLog(ctx, r, f, runParams{config: f.Path, target: p.target, outDir: p.outDir}, fmt.Sprintf("engine.c%d.log", i))
+				proc, st, code := a.launchEngineLog(ctx, r, f, runParams{config: f.Path, target: p.target, outDir: p.outDir}, calEngineLog(i))
 				if proc == nil {
 					return written, code
 				}
@@ -138,12 +151,12 @@ func (a *app) calibrate(ctx context.Context, f *workload.File, p runParams, cp c
 				started, startup = 0, nil // this run's engine was started for an earlier one
 			}
 			rec, code := a.measureOn(ctx, r, f, w, p.target, measure.Trial{N: i, Of: runs,
-				Journal: filepath.Join(p.outDir, fmt.Sprintf("%s.c%d.journal.jsonl", w.Name, i))}, restarts, started, startup)
+				Journal: journalPath(calRunPath(p.outDir, w.Name, i))}, restarts, started, startup)
 			if rec != nil {
-				path := filepath.Join(p.outDir, fmt.Sprintf("%s.c%d.json", w.Name, i))
+				path := calRunPath(p.outDir, w.Name, i)
 				if err := result.Write(path, rec); err != nil {
 					a.errorf("writing %s: %v", path, err)
-					return written, ExitFailure
+					return written, writeExit(err)
 				}
 				fmt.Fprintf(a.stderr, "slogate: calibration run %d/%d of %s: ITL p99 %.2f ms, TTFT p95 %.1f ms, goodput %.3f req/s (%s)\n",
 					i, runs, w.Name, rec.Summary.ITLms.P99, rec.Summary.TTFTms.P95, rec.Summary.GoodputRPS, path)
@@ -186,11 +199,11 @@ func (a *app) calibrate(ctx context.Context, f *workload.File, p runParams, cp c
 				return written, code
 			}
 		}
-		b.Noise.Stop = calStop
+		gate.ApplyStop(f, w, b.Noise, calStop)
 		path, err := gate.Write(store.Dir, b)
 		if err != nil {
 			a.errorf("writing the baseline of %s on %s: %v", b.Workload, b.Hardware, err)
-			return written, ExitFailure
+			return written, writeExit(err)
 		}
 		fmt.Fprintf(a.stdout, "wrote %s (%s on %s: %d A/A runs, engine %s)\n", path, b.Workload, b.Hardware, b.Noise.Runs, engineOf(b.Environment))
 		if st := b.Noise.Stop; st != nil {
@@ -201,9 +214,7 @@ func (a *app) calibrate(ctx context.Context, f *workload.File, p runParams, cp c
 				fmt.Fprintf(a.stdout, "  %-14s spread unknown: %s\n", m.Metric, m.Reason)
 				continue
 			}
-			sp := m.Spread()
-			fmt.Fprintf(a.stdout, "  %-14s run-to-run ±%.1f%% (sd of the log), of which between runs ±%.1f%%, within a run ±%.1f%%\n",
-				m.Metric, 100*sp.RunSD, 100*sp.Between(), 100*sp.WithinSD)
+			fmt.Fprintf(a.stdout, "  %-14s %s\n", m.Metric, spreadText(m, b.Noise.Runs))
 			if c := m.Components; c != nil {
 				fmt.Fprintf(a.stdout, "  %-14s by source: within a run %s, between runs of one server %s, between engine starts %s, between days %s\n",
 					"", sdText(&c.WithinSD), sdText(c.RunsSD), sdText(c.StartsSD), sdText(c.DaysSD))
@@ -251,6 +262,21 @@ func (a *app) calibrated(f *workload.File, old *gate.Baseline, recs []*result.Re
 }
 
 // sdText is a standard deviation of the log as ±percent, "not measured" for none.
+// spreadText says what a calibration measured of a metric's spread: the whole between
+// runs, and its parts, in words that keep a part from reading as bigger than the whole.
+func spreadText(m gate.MetricSpread, runs int) string {
+	sp := m.Spread()
+	txt := fmt.Sprintf("run-to-run ±%.1f%% (sd of the log", 100*sp.RunSD)
+	if m.StopFactor > 1 {
+		txt += fmt.Sprintf("; ±%.1f%% as measured, taken ×%.2f for the stop's selection", 100*m.RunSD, m.StopFactor)
+	}
+	txt += fmt.Sprintf("); each run's own sampling noise ±%.1f%%", 100*sp.WithinSD)
+	if sp.WithinSD > sp.RunSD {
+		return txt + fmt.Sprintf(", more than the whole: these %d runs spread less than their sampling noise alone would make them, so nothing is left to the runs themselves, and a few runs measure the whole only loosely", runs)
+	}
+	return txt + fmt.Sprintf(", and between runs beyond it ±%.1f%%", 100*sp.Between())
+}
+
 func sdText(x *float64) string {
 	if x == nil {
 		return "not measured"

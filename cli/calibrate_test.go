@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/slogate/slogate/gate"
 	"github.com/slogate/slogate/internal/waittest"
@@ -235,4 +236,99 @@ func calibratedBaseline(t *testing.T, cfg, dir string) *gate.Baseline {
 		t.Fatalf("baseline %v: %v", b, err)
 	}
 	return b
+}
+
+// TestRunRestartEvery: run --restart-every 2 with repeats 4 starts the engine afresh
+// for trials 1 and 3: trials 1 and 2 share one start, 3 and 4 another, each record
+// numbering its start; each start has its log. Without target.start the flag is
+// refused, as is a negative K.
+func TestRunRestartEvery(t *testing.T) {
+	t.Parallel()
+	long(t)
+	cfg := writeConfig(t, strings.Replace(startedSimConfig(t, ""), "    seed: 3\n", "    seed: 3\n    repeats: 4\n", 1))
+	dir := t.TempDir()
+	a, out, errb := testApp(t)
+	if code := a.run(cmdCtx(t), []string{"run", "-c", cfg, "--restart-every", "2", "-o", dir}); code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errb)
+	}
+	var at []time.Time
+	for i := 1; i <= 4; i++ {
+		rec, err := result.Read(filepath.Join(dir, "small.t"+strconv.Itoa(i)+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Startup == nil || rec.Startup.Start != (i+1)/2 {
+			t.Fatalf("trial %d: startup %+v, want start %d", i, rec.Startup, (i+1)/2)
+		}
+		at = append(at, rec.Startup.StartedAt)
+	}
+	if !at[0].Equal(at[1]) || !at[2].Equal(at[3]) || !at[1].Before(at[2]) {
+		t.Errorf("engine starts at %v: want trials 1-2 on one start and 3-4 on a later one", at)
+	}
+	for _, log := range []string{"engine.log", "engine.start2.log"} {
+		if _, err := os.Stat(filepath.Join(dir, log)); err != nil {
+			t.Error(err)
+		}
+	}
+	for _, c := range []struct {
+		cfg, k, want string
+	}{
+		{writeConfig(t, tinyConfig), "2", "has no target.start"},
+		{cfg, "-1", "--restart-every -1: want 0"},
+	} {
+		a, _, errb := testApp(t)
+		if code := a.run(cmdCtx(t), []string{"run", "-c", c.cfg, "--restart-every", c.k, "-o", t.TempDir()}); code != ExitBadInput || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("--restart-every %s: exit %d, want 2 saying %q:\n%s", c.k, code, c.want, errb)
+		}
+	}
+}
+
+// TestCIRestartEvery: the Action's restart-every input reaches the run: mode run with
+// repeats 2 and restart-every 1 measures each trial on its own engine start.
+func TestCIRestartEvery(t *testing.T) {
+	t.Parallel()
+	long(t)
+	dir := t.TempDir()
+	cfg := strings.Replace(startedSimConfig(t, ""), "    seed: 3\n", "    seed: 3\n    repeats: 2\n", 1)
+	if err := os.WriteFile(filepath.Join(dir, "slogate.yaml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "pr.json"), []byte(`{"pull_request":{"number":7,"head":{"repo":{"full_name":"acme/serving","fork":false}},"base":{"repo":{"full_name":"acme/serving"}}}}`), 0o644)
+	code, log, _ := ciStep(t, map[string]string{
+		"INPUT_CONFIG": "slogate.yaml", "INPUT_MODE": "run", "INPUT_RESTART-EVERY": "1", "INPUT_WORKING-DIRECTORY": dir,
+		"GITHUB_REPOSITORY": "acme/serving", "GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": filepath.Join(dir, "pr.json"),
+	})
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s", code, log)
+	}
+	for i := 1; i <= 2; i++ {
+		rec, err := result.Read(filepath.Join(dir, "slogate-out", "small.t"+strconv.Itoa(i)+".json"))
+		if err != nil || rec.Startup == nil || rec.Startup.Start != i {
+			t.Errorf("trial %d: %v, startup %+v: want its own start, number %d", i, err, rec, i)
+		}
+	}
+}
+
+// TestSpreadTextNoPartAboveTheWhole: calibrate's line for a metric whose runs' own
+// sampling noise exceeds the spread between them says so, instead of listing a part
+// bigger than the whole ("run-to-run ±1.9%, of which … within a run ±2.6%"); a stopped
+// calibration's correction is shown beside what was measured.
+func TestSpreadTextNoPartAboveTheWhole(t *testing.T) {
+	got := spreadText(gate.MetricSpread{Metric: "itl_p99", RunSD: 0.019, WithinSD: 0.026, DF: 3}, 4)
+	for _, want := range []string{"run-to-run ±1.9%", "each run's own sampling noise ±2.6%, more than the whole: these 4 runs spread less than their sampling noise alone"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q lacks %q", got, want)
+		}
+	}
+	if strings.Contains(got, "of which") {
+		t.Errorf("%q lists a part bigger than the whole", got)
+	}
+	got = spreadText(gate.MetricSpread{Metric: "itl_p99", RunSD: 0.05, WithinSD: 0.03, DF: 9}, 10)
+	if !strings.Contains(got, "each run's own sampling noise ±3.0%, and between runs beyond it ±4.0%") {
+		t.Errorf("%q", got)
+	}
+	got = spreadText(gate.MetricSpread{Metric: "itl_p99", RunSD: 0.02, WithinSD: 0.01, DF: 7, StopFactor: 1.5}, 8)
+	if !strings.Contains(got, "run-to-run ±3.0% (sd of the log; ±2.0% as measured, taken ×1.50 for the stop's selection)") {
+		t.Errorf("%q", got)
+	}
 }

@@ -98,6 +98,20 @@ func (a *app) cmdCI(ctx context.Context, args []string) int {
 		return code
 	}
 	c.f = f
+	// slogate-out comes with the checkout under review: a link there, to the runner's
+	// files, would take every file the job writes (each file in it is checked too, as
+	// every command checks its outputs).
+	if err := fsafe.CheckOwnDir(c.outDir); err != nil {
+		a.errorf("%v: the job writes its results there; remove it from the repository", err)
+		c.out.Verdict = "error"
+		c.setOutputs()
+		return ExitBadInput
+	}
+	if code := a.checkOutputs(c.outDir, reportOutputs(c.outDir)...); code != ExitOK {
+		c.out.Verdict = "error"
+		c.setOutputs()
+		return code
+	}
 	switch in.Mode {
 	case "run":
 		return c.modeRun(ctx)
@@ -114,7 +128,10 @@ func (a *app) cmdCI(ctx context.Context, args []string) int {
 }
 
 func (c *ci) run(ctx context.Context) ([]*result.Record, int) {
-	p := runParams{config: c.f.Path, target: c.in.Target, outDir: c.outDir, shard: c.in.Shard, minRepeats: c.in.MinRepeats}
+	p := runParams{config: c.f.Path, target: c.in.Target, outDir: c.outDir, shard: c.in.Shard, minRepeats: c.in.MinRepeats, restartEvery: c.in.RestartEvery}
+	if code := c.checkRestartEvery("ci (input restart-every)", "trials", "one engine start", c.in.RestartEvery, c.f); code != ExitOK {
+		return nil, code
+	}
 	if c.in.StartAt != "" {
 		t, err := parseStartAt(c.in.StartAt)
 		if err != nil {
@@ -150,6 +167,11 @@ func (c *ci) sweepRequested(ctx context.Context) int {
 		c.errorf("warning: sweep: is not run with target.start (the engine the run started is stopped); run slogate sweep against a running engine")
 		return ExitOK
 	}
+	for _, w := range ws {
+		if code := c.checkOutputs(c.outDir, sweepOutputs(c.outDir, w)...); code != ExitOK {
+			return code
+		}
+	}
 	t, err := c.runner().Prepare(ctx, c.f, c.in.Target)
 	if err != nil {
 		return c.measureError(err)
@@ -175,7 +197,7 @@ func (c *ci) sweepRequested(ctx context.Context) int {
 		path := filepath.Join(c.outDir, w.Name+".sweep.json")
 		if err := result.WriteSweep(path, rec); err != nil {
 			c.errorf("writing %s: %v", path, err)
-			return ExitFailure
+			return writeExit(err)
 		}
 		report.SweepTable(c.stdout, rec, path)
 		if code != ExitOK {
@@ -342,7 +364,7 @@ func baselineRecord(store gate.Store, rec *result.Record) *result.Record {
 // writeReports writes gate.json, report-meta.json, comment.md and report.html into the
 // results directory and returns the HTML report's path.
 func writeReports(outDir string, res *gate.Result, meta *report.Meta, md string, html []byte) (string, error) {
-	if err := writeJSON(filepath.Join(outDir, "gate.json"), res); err != nil {
+	if err := writeJSON(filepath.Join(outDir, gateFile), res); err != nil {
 		return "", err
 	}
 	if meta != nil {
@@ -350,12 +372,12 @@ func writeReports(outDir string, res *gate.Result, meta *report.Meta, md string,
 			return "", err
 		}
 	}
-	for name, data := range map[string][]byte{"comment.md": []byte(md), "report.html": html} {
-		if err := result.WriteFileAtomic(filepath.Join(outDir, name), data); err != nil {
+	for name, data := range map[string][]byte{commentFile: []byte(md), htmlFile: html} {
+		if err := fsafe.WriteFile(filepath.Join(outDir, name), data); err != nil {
 			return "", err
 		}
 	}
-	return filepath.Join(outDir, "report.html"), nil
+	return filepath.Join(outDir, htmlFile), nil
 }
 
 // meta is what the comment says beyond the gate result: the commits compared, the

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/slogate/slogate/gate"
+	"github.com/slogate/slogate/internal/fsafe"
 	"github.com/slogate/slogate/workload"
 )
 
@@ -37,9 +38,9 @@ func (c *ci) modeAB(ctx context.Context) int {
 	// Beside the head's config, so that its relative paths (datasets, baselines) resolve
 	// as they do in the base commit's tree.
 	basePath := filepath.Join(filepath.Dir(c.f.Path), ".slogate-base-"+short(base)+".yaml")
-	if err := os.WriteFile(basePath, data, 0o644); err != nil {
+	if err := fsafe.WriteFile(basePath, data); err != nil {
 		c.errorf("mode ab: %v", err)
-		return fail(ExitFailure)
+		return fail(writeExit(err))
 	}
 	defer os.Remove(basePath)
 	bf, err := workload.Parse(basePath, data)

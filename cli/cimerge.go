@@ -95,7 +95,7 @@ func (a *app) mergeSets(sets [][]*result.Record, dir string) ([]*result.Record, 
 		path := recordPath(dir, m.Workload, m.Trial, max(m.Trial, 1))
 		if err := result.Write(path, m); err != nil {
 			a.errorf("writing %s: %v", path, err)
-			return recs, ExitFailure
+			return recs, writeExit(err)
 		}
 		fmt.Fprintf(a.stderr, "slogate: merged %d shards of %s into %s\n", len(set), m.Workload, path)
 		recs = append(recs, m)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/slogate/slogate/internal/fsafe"
 	"github.com/slogate/slogate/interop"
 	"github.com/slogate/slogate/result"
 )
@@ -44,6 +45,9 @@ func (a *app) cmdExport(ctx context.Context, args []string) int {
 		a.errorf("export: expected one RECORD.json, got %d", len(files))
 		return ExitBadInput
 	}
+	if code := a.checkOutputFile("-o", *out); code != ExitOK {
+		return code
+	}
 	rec, err := result.Read(files[0])
 	if err != nil {
 		return a.gateError(err)
@@ -66,9 +70,9 @@ func (a *app) cmdExport(ctx context.Context, args []string) int {
 		}
 		return ExitOK
 	}
-	if err := result.WriteFileAtomic(*out, buf.Bytes()); err != nil {
+	if err := fsafe.WriteFile(*out, buf.Bytes()); err != nil {
 		a.errorf("writing %s: %v", *out, err)
-		return ExitFailure
+		return writeExit(err)
 	}
 	fmt.Fprintf(a.stderr, "wrote %s\n", *out)
 	return ExitOK

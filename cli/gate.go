@@ -45,6 +45,9 @@ func (a *app) cmdGate(ctx context.Context, args []string) int {
 	if code, ok := a.checkFailOn(*failOn); !ok {
 		return code
 	}
+	if code := a.checkOutputFile("--json", *jsonOut); code != ExitOK {
+		return code
+	}
 	f, recs, sweeps, code := a.gateInputs(p)
 	if f == nil {
 		return code
@@ -70,7 +73,7 @@ func (a *app) judge(f *workload.File, recs []*result.Record, sweeps []*result.Sw
 	if jsonOut != "" {
 		if err := writeJSON(jsonOut, res); err != nil {
 			a.errorf("writing %s: %v", jsonOut, err)
-			return res, ExitFailure
+			return res, writeExit(err)
 		}
 	}
 	return res, a.verdictExit(res, failOn)
@@ -215,7 +218,7 @@ func (a *app) gateError(err error) int {
 	var re *result.FormatError
 	var ue *gate.UnfitError
 	switch {
-	case errors.As(err, &fe), errors.As(err, &ie), errors.As(err, &re), errors.Is(err, fs.ErrNotExist), badFile(err):
+	case errors.As(err, &fe), errors.As(err, &ie), errors.As(err, &re), badFile(err):
 		return ExitBadInput
 	case errors.As(err, &ue):
 		return ExitFailure // an incomplete or saturated run: the tool or the engine failed
@@ -223,11 +226,24 @@ func (a *app) gateError(err error) int {
 	return ExitFailure
 }
 
-// badFile says whether err is a path that names no regular file (a FIFO, a device, a
-// socket, a directory) or a file over the size its reader accepts: bad input, exit 2.
+// badFile says whether err is a path that cannot be read as a file: one that names no
+// regular file (a FIFO, a device, a socket, a directory), a file over the size its
+// reader accepts, or a path the system refused (missing, unreadable, a loop of links):
+// bad input, exit 2, in every command.
 func badFile(err error) bool {
 	var tl *fsafe.TooLargeError
-	return fsafe.IsNotRegular(err) || errors.As(err, &tl)
+	var pe *fs.PathError
+	return fsafe.IsNotRegular(err) || errors.As(err, &tl) || errors.As(err, &pe) || errors.Is(err, fs.ErrNotExist)
+}
+
+// writeExit is the exit code of a failed write: a path that is not a regular file
+// (fsafe refuses it, leaving it as it was) is a bad flag or a bad directory, exit 2;
+// anything else (a full disk, a directory removed during the run) is a failure, exit 3.
+func writeExit(err error) int {
+	if fsafe.IsNotRegular(err) {
+		return ExitBadInput
+	}
+	return ExitFailure
 }
 
 // writeJSON writes v as indented JSON atomically. A non-finite float (a ratio over a
@@ -239,5 +255,5 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	return result.WriteFileAtomic(path, append(data, '\n'))
+	return fsafe.WriteFile(path, append(data, '\n'))
 }

@@ -34,7 +34,12 @@ func TestHelpListsEachFlagOnce(t *testing.T) {
 			t.Errorf("%s -h lists --config apart from -c:\n%s", name, help)
 		}
 	}
+	// baseline -h is its one subcommand's help, flags and all (it printed none).
 	a, _, errb := testApp(t)
+	if code := a.run(cmdCtx(t), []string{"baseline", "-h"}); code != ExitOK || !strings.Contains(errb.String(), "-c, --config file") || !strings.Contains(errb.String(), "--baselines") {
+		t.Errorf("baseline -h: exit %d, no flags listed:\n%s", code, errb)
+	}
+	a, _, errb = testApp(t)
 	a.run(cmdCtx(t), []string{"capacity", "-h"})
 	if h := errb.String(); strings.Contains(h, "(default 0%)") || !strings.Contains(h, "-c, --config file") || !strings.Contains(h, "-r, --record record") {
 		t.Errorf("capacity -h:\n%s", h)

@@ -101,7 +101,10 @@ func runFake(t *testing.T, e *fakeEngine, cfg string, extra ...string) (code int
 	t.Helper()
 	dir = t.TempDir()
 	a, out, errb := testApp(t)
-	a.probeTimeout = 300 * time.Millisecond
+	// Short enough that a stall is found within the test's deadline, long enough that a
+	// local server answering on a machine loaded by the parallel tests is not taken for
+	// one (300 ms was missed there).
+	a.probeTimeout = 1500 * time.Millisecond
 	a.preflightTimeout = 3 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -185,7 +188,7 @@ func TestRunMetricsStallMidRunIsNoted(t *testing.T) {
 	}
 	rec, err := result.Read(filepath.Join(dir, "w.json"))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("exit %d: %v\n%s", code, err, stderr)
 	}
 	var note string
 	for _, s := range rec.Notes {
@@ -216,7 +219,7 @@ func TestRunClosedLoopAgainstFailingEngineStops(t *testing.T) {
 	}
 	rec, err := result.Read(filepath.Join(dir, "w.json"))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v\n%s", err, stderr)
 	}
 	if !rec.Incomplete || !strings.Contains(rec.IncompleteReason, "consecutive requests failed") {
 		t.Errorf("incomplete %v %q", rec.Incomplete, rec.IncompleteReason)

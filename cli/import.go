@@ -41,6 +41,9 @@ func (a *app) cmdImport(ctx context.Context, args []string) int {
 		return code
 	}
 	switch {
+	case *from == "inference-perf":
+		a.errorf("import: --from inference-perf: slogate does not read inference-perf's reports (it has no reader for them, and no real report to check one against); run the same load with slogate run, or import the per-request results of vllm bench serve --save-detailed, guidellm or AIPerf")
+		return ExitBadInput
 	case !slices.Contains(interop.Tools, *from):
 		a.errorf("import: --from %q: expected one of %s", *from, quoteList(interop.Tools))
 		return ExitBadInput
@@ -53,6 +56,9 @@ func (a *app) cmdImport(ctx context.Context, args []string) int {
 	case *out == "":
 		a.errorf("import: -o DIR is required")
 		return ExitBadInput
+	}
+	if code := a.checkOutputs(*out); code != ExitOK {
+		return code
 	}
 	f, code := a.loadConfig(*config)
 	if f == nil {
@@ -87,7 +93,7 @@ func (a *app) cmdImport(ctx context.Context, args []string) int {
 		p := recordPath(*out, r.Workload, r.Trial, len(recs))
 		if err := result.Write(p, r); err != nil {
 			a.errorf("%v", err)
-			return ExitFailure
+			return writeExit(err)
 		}
 		fmt.Fprintf(a.stdout, "%s: %d requests, %d errors, goodput %.3f req/s; %s\n", p, r.Summary.Requests, r.Summary.Requests-r.Summary.Completed, r.Summary.GoodputRPS, r.Source.Line())
 		for _, u := range r.Source.Unavailable {

@@ -110,6 +110,10 @@ func TestImportRefusal(t *testing.T) {
 	if code != ExitBadInput || !strings.Contains(stderr, `schema_version: "2.0"`) {
 		t.Errorf("exit %d: %s", code, stderr)
 	}
+	code, _, stderr = runApp(t, "import", "--from", "inference-perf", "x.json", "-c", filepath.Join(importDir, "slogate.yaml"), "-w", "vllm-chat", "-o", t.TempDir())
+	if code != ExitBadInput || !strings.Contains(stderr, "does not read inference-perf's reports") || !strings.Contains(stderr, "slogate run") {
+		t.Errorf("inference-perf: exit %d: %s", code, stderr)
+	}
 	code, _, stderr = runApp(t, "import", "--from", "lmeval", "x.json", "-c", filepath.Join(importDir, "slogate.yaml"), "-w", "vllm-chat", "-o", t.TempDir())
 	if code != ExitBadInput || !strings.Contains(stderr, `"vllm", "guidellm", "aiperf"`) {
 		t.Errorf("exit %d: %s", code, stderr)

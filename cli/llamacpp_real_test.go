@@ -243,8 +243,30 @@ func TestLlamaCppReal(t *testing.T) {
 		code := realRun(a, "gate", "-c", cfg, "-w", "llamacpp-smoke", "-r", run1Dir, "--baselines", baselines, "--json", jsonOut)
 		t.Logf("slogate gate: exit %d\n%s%s", code, out, errb)
 		res := realGateJSON(t, jsonOut)
-		if code != ExitOK || res.Verdict != gate.Pass {
-			t.Fatalf("gate of the baseline's own run: exit %d, verdict %q; want 0 and pass", code, res.Verdict)
+		// A run gated against itself gives every ratio 1 and never fails. It passes unless
+		// the run's own sampling noise is wider than a rule's tolerance: then that rule's
+		// interval reaches past the tolerance and the verdict is inconclusive (exit 4), as
+		// it must be. On a loaded machine this server's ITL tail is bimodal (gaps of 2 ms
+		// and of 15 ms), and a p99 near the step spreads its interval that wide.
+		wide := 0
+		for _, m := range res.Workloads[0].Metrics {
+			if m.Ratio != nil && math.Abs(*m.Ratio-1) > 1e-9 {
+				t.Errorf("%s: ratio %v of a run against itself", m.Metric, *m.Ratio)
+			}
+			switch {
+			case m.Verdict == gate.Pass:
+			case m.Verdict == gate.Inconclusive && m.Hi != nil && m.Tolerance > 0 && (*m.Hi > 1+m.Tolerance || *m.Lo < 1-m.Tolerance):
+				wide++
+			default:
+				t.Errorf("%s: verdict %s [%v, %v] of a run against itself", m.Metric, m.Verdict, realPtr(m.Lo), realPtr(m.Hi))
+			}
+		}
+		want, wantCode := gate.Pass, ExitOK
+		if wide > 0 {
+			want, wantCode = gate.Inconclusive, ExitInconclusive
+		}
+		if code != wantCode || res.Verdict != want {
+			t.Fatalf("gate of the baseline's own run: exit %d, verdict %q; want %d and %s", code, res.Verdict, wantCode, want)
 		}
 	})
 

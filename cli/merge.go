@@ -41,6 +41,13 @@ func (a *app) cmdMerge(ctx context.Context, args []string) int {
 			dirs = true
 		}
 	}
+	if !dirs {
+		if code := a.checkOutputFile("-o", *out); code != ExitOK {
+			return code
+		}
+	} else if code := a.checkOutputs(*out); code != ExitOK {
+		return code
+	}
 	sets, err := shardSets(fs.Args())
 	if err != nil {
 		a.errorf("merge: %v", err)
@@ -64,7 +71,7 @@ func (a *app) cmdMerge(ctx context.Context, args []string) int {
 	}
 	if err := result.Write(*out, m); err != nil {
 		a.errorf("writing %s: %v", *out, err)
-		return ExitFailure
+		return writeExit(err)
 	}
 	report.RunTable(a.stdout, m, *out)
 	return ExitOK

@@ -11,25 +11,30 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slogate/slogate/internal/fsafe/fsafetest"
 	"github.com/slogate/slogate/result"
 )
 
 // TestNoPathHangsACommand: every command that takes a path, given a FIFO (whose open
 // waits for a writer) or /dev/zero (whose read never ends) where it reads a file, ends
-// at once with exit 2, naming the path and what it is. Each runs as its own process
-// with a deadline, since a reader that blocks would take the test binary with it.
+// at once with exit 2, naming the path and what it is; so does every command given a
+// socket, a directory or a loop of links there: one exit code for each class of bad
+// path, whichever command reads it. Each runs as its own process with a deadline,
+// since a reader that blocks would take the test binary with it.
 func TestNoPathHangsACommand(t *testing.T) {
 	t.Parallel()
-	for _, kind := range []string{"named pipe", "device"} {
+	for kind, make := range map[string]func(bad string) error{
+		"named pipe":                        func(bad string) error { return syscall.Mkfifo(bad, 0o644) },
+		"device":                            func(bad string) error { return os.Symlink("/dev/zero", bad) },
+		"socket":                            func(bad string) error { return os.Symlink(fsafetest.UnixSocket(t), bad) },
+		"directory":                         func(bad string) error { return os.Mkdir(bad, 0o755) },
+		"too many levels of symbolic links": func(bad string) error { return os.Symlink(bad, bad) },
+	} {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			bad := filepath.Join(dir, "w.json")
-			if kind == "named pipe" {
-				if err := syscall.Mkfifo(bad, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			} else if err := os.Symlink("/dev/zero", bad); err != nil {
+			if err := make(bad); err != nil {
 				t.Fatal(err)
 			}
 			cfg := writeConfig(t, tinyConfig)

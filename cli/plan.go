@@ -4,10 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"path"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/slogate/slogate/gate"
@@ -96,7 +92,10 @@ func (a *app) cmdPlan(_ context.Context, args []string) int {
 	}
 	store := baselineStore(f, *baselines)
 	for i, w := range selected {
-		cal, calPath := calibrationOf(store, w.Name)
+		cal, calPath, err := calibrationOf(store, w.Name)
+		if err != nil {
+			return a.gateError(err)
+		}
 		p, err := plan.ForWorkload(w, plan.Inputs{
 			Job:       plan.Job{Start: *startCost, Wake: *wakeCost, MinBlocks: *minBlocks, MaxBlocks: *blocks, FutilityFrom: *futilityFrom, FinalShare: *finalShare, Confidence: f.Gate.Confidence},
 			StartFrom: "--start-cost, not measured",
@@ -115,20 +114,17 @@ func (a *app) cmdPlan(_ context.Context, args []string) int {
 }
 
 // calibrationOf is the calibration of the first baseline of a workload (any hardware)
-// that has one, and its path.
-func calibrationOf(store gate.Store, name string) (*gate.Calibration, string) {
-	if store.FS == nil {
-		return nil, ""
+// that has one, and its path. A baseline that cannot be read or parsed is an error: a
+// plan that silently assumed no calibration would cost the job on the wrong noise.
+func calibrationOf(store gate.Store, name string) (*gate.Calibration, string, error) {
+	bs, shown, err := store.Baselines(name)
+	if err != nil {
+		return nil, "", err
 	}
-	files, _ := fs.Glob(store.FS, path.Join(name, "*.json"))
-	for _, rel := range files {
-		if strings.HasSuffix(rel, ".sweep.json") {
-			continue
-		}
-		b, err := gate.Load(store.FS, rel)
-		if err == nil && b.Noise != nil {
-			return b.Noise, filepath.Join(store.Dir, filepath.FromSlash(rel))
+	for i, b := range bs {
+		if b.Noise != nil {
+			return b.Noise, shown[i], nil
 		}
 	}
-	return nil, ""
+	return nil, "", nil
 }

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -60,9 +62,16 @@ func TestPlanFromCalibration(t *testing.T) {
 	got := out.String()
 	// 40 requests at 20 req/s: a run of 2 s, a warm-up of 0.1 s; a start of 60 s from
 	// the records. A/B with restarts: 16 × 62.1 s = 16.56 minutes.
-	for _, want := range []string{"engine start 60 s (median of 4 recorded starts)", "calibration of 4 runs", "A/B, restarts       16.6", "16 of at most 16"} {
+	for _, want := range []string{"engine start 60 s (median of 4 recorded starts)", "calibration of 4 runs", "16 of at most 16"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the plan does not say %q:\n%s", want, got)
+		}
+	}
+	// The workload's 3 repeats: the committed baseline on one start (60 s + 3 × 2.1 s)
+	// and on a start each (3 × 62.1 s).
+	for _, want := range []string{`(?m)^A/B, restarts +16\.6 `, `(?m)^committed baseline +1\.1 `, `(?m)^committed, a start per repeat +3\.1 `} {
+		if !regexp.MustCompile(want).MatchString(got) {
+			t.Errorf("the plan does not match %q:\n%s", want, got)
 		}
 	}
 	if code != ExitOK || strings.Contains(got, "assumed") {
@@ -94,5 +103,21 @@ func TestPlanBadInput(t *testing.T) {
 	a, _, errb := testApp(t)
 	if code := a.run(cmdCtx(t), []string{"plan", "-c", closed}); code != ExitBadInput || !strings.Contains(errb.String(), `arrival "closed" without a rate`) {
 		t.Errorf("closed loop: exit %d, %s", code, errb)
+	}
+}
+
+// TestPlanRefusesAnUnreadableBaseline (finding 8): a truncated baseline is not passed
+// over as "no calibration": plan exits 2 naming it.
+func TestPlanRefusesAnUnreadableBaseline(t *testing.T) {
+	t.Parallel()
+	cfg := writeConfig(t, tinyConfig)
+	bad := filepath.Join(filepath.Dir(cfg), "baselines", "small", "cpu.json")
+	os.MkdirAll(filepath.Dir(bad), 0o755)
+	if err := os.WriteFile(bad, []byte(`{"schema": "slogate.baseline/v1", "work`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, out, errb := testApp(t)
+	if code := a.run(cmdCtx(t), []string{"plan", "-c", cfg}); code != ExitBadInput || !strings.Contains(errb.String(), bad) {
+		t.Errorf("exit %d, want 2 naming %s:\n%s%s", code, bad, out, errb)
 	}
 }

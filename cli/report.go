@@ -45,6 +45,11 @@ func (a *app) cmdReport(_ context.Context, args []string) int {
 		a.errorf("-r RESULTS_DIR is required: the directory 'slogate run' or 'slogate ci' wrote the run records to")
 		return ExitBadInput
 	}
+	for flag, p := range map[string]string{"--markdown": mdPath, "--html": htmlPath} {
+		if code := a.checkOutputFile(flag, p); code != ExitOK {
+			return code
+		}
+	}
 	if gatePath == "" {
 		gatePath = filepath.Join(results, "gate.json")
 	}
@@ -109,9 +114,9 @@ func (a *app) cmdReport(_ context.Context, args []string) int {
 		case "-":
 			a.stdout.Write(o.data)
 		default:
-			if err := result.WriteFileAtomic(o.path, o.data); err != nil {
+			if err := fsafe.WriteFile(o.path, o.data); err != nil {
 				a.errorf("writing %s: %v", o.path, err)
-				return ExitFailure
+				return writeExit(err)
 			}
 		}
 	}

@@ -11,13 +11,14 @@ import (
 
 	"github.com/slogate/slogate/engine"
 	"github.com/slogate/slogate/gate"
+	"github.com/slogate/slogate/internal/fsafe"
 	"github.com/slogate/slogate/measure"
 	"github.com/slogate/slogate/report"
 	"github.com/slogate/slogate/result"
 	"github.com/slogate/slogate/workload"
 )
 
-const runUsage = `slogate run -c FILE [-w NAME] [--target URL] [--min-repeats N [--baselines DIR]] [-o DIR]
+const runUsage = `slogate run -c FILE [-w NAME] [--target URL] [--min-repeats N [--baselines DIR]] [--restart-every K] [-o DIR]
 
 Runs the workloads of FILE against the engine and writes DIR/<workload>.json for each
 (DIR/<workload>.t<N>.json per trial when repeats > 1), then prints a summary table.
@@ -27,6 +28,9 @@ committed baseline's calibration (in --baselines, default gate.baselines relativ
 FILE) measured is looked at by a confidence sequence valid at every look, and the trials
 stop when one rule is decided fail or every one is decided; the last trial's record says
 how many ran and why (repeat_stop), and the gate judges by the same sequence.
+With target.start, the engine is started once for the whole run; --restart-every K
+starts it afresh every K trials of a workload (its log in DIR/engine.startN.log), so
+that repeats are spread over engine starts; each record's startup.start says which.
 Exit codes: 0 ok, 2 bad input, 3 engine unreachable or failed, run interrupted, or the
 load generator saturated (the record is still written).`
 
@@ -46,6 +50,7 @@ func (a *app) cmdRun(ctx context.Context, args []string) int {
 	fs.DurationVar(&p.maxStartLate, "max-start-late", 0, "how late after --start-at a shard may open its window before the gate refuses it (default 100ms)")
 	fs.IntVar(&p.minRepeats, "min-repeats", 0, "the fewest trials after which a workload's repeats may stop, its answer known against the committed baseline (default 0: every repeat runs)")
 	fs.StringVar(&p.baselines, "baselines", "", "baselines `dir`ectory that --min-repeats judges against (default: gate.baselines, relative to the config file)")
+	fs.IntVar(&p.restartEvery, "restart-every", 0, "start the engine afresh every `K` trials of a workload (target.start; default 0: every trial on the one start)")
 	a.quietFlag(fs)
 	if code, ok := a.parse(fs, args); !ok {
 		return code
@@ -56,6 +61,9 @@ func (a *app) cmdRun(ctx context.Context, args []string) int {
 	}
 	f, code := a.loadConfig(p.config)
 	if f == nil {
+		return code
+	}
+	if code := a.checkRestartEvery("run", "trials", "one engine start", p.restartEvery, f); code != ExitOK {
 		return code
 	}
 	_, code = a.runWorkloads(ctx, f, p)
@@ -76,6 +84,25 @@ type runParams struct {
 	// baselines, "" for gate.baselines).
 	minRepeats int
 	baselines  string
+	// restartEvery > 0 starts the engine (target.start) afresh every that many trials of
+	// a workload, so that repeats are spread over engine starts as the gate's noise
+	// model needs them to be (docs/noise.md); 0: one start for the whole run.
+	restartEvery int
+}
+
+// checkRestartEvery checks --restart-every K of cmd, whose units (trials, runs) it
+// restarts the engine between: 0 (which means zero to cmd), or 1 or more with
+// target.start.
+func (a *app) checkRestartEvery(cmd, units, zero string, k int, f *workload.File) int {
+	switch {
+	case k < 0:
+		a.errorf("%s: --restart-every %d: want 0 (%s) or a number of %s, at least 1", cmd, k, zero, units)
+		return ExitBadInput
+	case k > 0 && f.Target.Start == nil:
+		a.errorf("%s: --restart-every %d: %s has no target.start, so slogate cannot start the engine; add target.start, or leave out --restart-every (the %s then share the running engine)", cmd, k, f.Path, units)
+		return ExitBadInput
+	}
+	return ExitOK
 }
 
 // loadConfig loads and validates a workload file, printing every error on failure.
@@ -85,8 +112,18 @@ func (a *app) loadConfig(path string) (*workload.File, int) {
 		fmt.Fprintln(a.stderr, err)
 		return nil, ExitBadInput
 	}
-	if f.Target.APIKeyEnv != "" && a.secrets != nil {
-		a.secrets.Add(a.getenv(f.Target.APIKeyEnv))
+	if a.secrets != nil {
+		if f.Target.APIKeyEnv != "" {
+			a.secrets.Add(a.getenv(f.Target.APIKeyEnv))
+		}
+		// A password in a URL is a secret like the API key: never in a record, a
+		// report or the log.
+		a.secrets.Add(workload.URLSecrets(f.Target.URL)...)
+		a.secrets.Add(workload.URLSecrets(f.Target.Metrics.URL)...)
+		if st := f.Target.Start; st != nil {
+			_, keys := measure.RedactCommand(st.Command)
+			a.secrets.Add(keys...)
+		}
 	}
 	return f, ExitOK
 }
@@ -145,22 +182,24 @@ func (a *app) runWorkloads(ctx context.Context, f *workload.File, p runParams) (
 		return nil, a.measureError(err)
 	}
 	// The output directory is written before the engine is reached: a directory that
-	// cannot take a file is found now, not after the run has measured everything.
-	if err := result.ProbeDir(p.outDir); err != nil {
-		a.errorf("the output directory %s cannot be written (%v): nothing was sent; give a writable directory with -o", p.outDir, err)
-		return nil, ExitBadInput
+	// cannot take a file, or a record's path that is a link or a pipe, is found now, not
+	// after the run has measured everything.
+	if code := a.checkOutputs(p.outDir, runOutputs(p.outDir, selected, f.Target.Start != nil, p.restartEvery)...); code != ExitOK {
+		return nil, code
 	}
 	r := a.runner()
 	r.Progress, r.ProgressDone = a.progress(f)
 	var launched *engine.Process
+	stop := func() {}
+	starts := 0
 	if f.Target.Start != nil {
-		var stop func()
 		var code int
 		if launched, stop, code = a.launchEngine(ctx, r, f, p); launched == nil {
 			return nil, code
 		}
-		defer stop()
+		starts = 1
 	}
+	defer func() { stop() }()
 	t, err := r.Prepare(ctx, f, p.target)
 	if err != nil {
 		return nil, a.measureError(err)
@@ -181,15 +220,26 @@ func (a *app) runWorkloads(ctx context.Context, f *workload.File, p runParams) (
 		repeats := max(w.Repeats, 1)
 		var mine []*result.Record // this workload's trials so far
 		for trial := 1; trial <= repeats; trial++ {
+			if launched != nil && restartsAt(trial, p.restartEvery) {
+				// A fresh engine for this trial and the K − 1 after it.
+				stop()
+				starts++
+				var code int
+				if launched, stop, code = a.launchEngineLog(ctx, r, f, p, engineLogName(starts)); launched == nil {
+					stop = func() {}
+					return recs, code
+				}
+			}
 			path := recordPath(p.outDir, w.Name, trial, repeats)
 			rec := r.Run(ctx, f, w, t, measure.Trial{N: trial, Of: repeats, ShardI: shardI, ShardN: shardN, StartAt: p.startAt, MaxStartLate: p.maxStartLate,
-				Journal: strings.TrimSuffix(path, ".json") + ".journal.jsonl"})
+				Journal: journalPath(path)})
 			if launched != nil {
 				if rec.Warmup == nil {
 					rec.Warmup = &result.WarmupSummary{}
 				}
 				rec.Warmup.EngineStartS = launched.StartDuration.Seconds()
 				rec.Startup = measure.StartupOf(launched)
+				rec.Startup.Start = starts
 			}
 			if err := result.Write(path, rec); err != nil {
 				// The directory took the manifest before the run (a full disk, a
@@ -231,7 +281,7 @@ func (a *app) runWorkloads(ctx context.Context, f *workload.File, p runParams) (
 					rec.RepeatStop = st
 					if err := result.Write(path, rec); err != nil {
 						a.errorf("writing %s: %v", path, err)
-						return recs, ExitFailure
+						return recs, writeExit(err)
 					}
 					if st.Reason == result.RepeatsDecided {
 						fmt.Fprintf(a.stderr, "slogate: %s: stopping after trial %d of at most %d: %s\n", w.Name, trial, repeats, st.Why)
@@ -261,10 +311,10 @@ func (a *app) launchEngineLog(ctx context.Context, r *measure.Runner, f *workloa
 		return nil, nil, ExitFailure
 	}
 	logPath := filepath.Join(p.outDir, logName)
-	log, err := os.Create(logPath)
+	log, err := fsafe.Create(logPath)
 	if err != nil {
 		a.errorf("%v", err)
-		return nil, nil, ExitFailure
+		return nil, nil, writeExit(err)
 	}
 	proc, stop, err := r.Launch(ctx, f, p.target, log, logPath)
 	if err != nil {

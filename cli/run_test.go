@@ -185,7 +185,7 @@ func TestRunErrors(t *testing.T) {
 		// Nothing listens: exit 3 before anything is measured.
 		{"unreachable", tinyConfig, []string{"--target", dead}, ExitFailure, "engine unreachable"},
 		// The engine serves another model than the pin: exit 3 naming both.
-		{"wrong-model", strings.Replace(tinyConfig, "name: sim-tiny", "name: meta-llama/Llama-3.1-8B-Instruct", 1), []string{"--target", url}, ExitFailure, `serves model "sim-tiny", but model.name pins "meta-llama/Llama-3.1-8B-Instruct"`},
+		{"wrong-model", strings.Replace(tinyConfig, "name: sim-tiny", "name: meta-llama/Llama-3.1-8B-Instruct", 1), []string{"--target", url}, ExitFailure, `serves model "sim-tiny", but model.name pins "meta-llama/Llama-3.1-8B-Instruct": set model.name in `},
 		// An unknown workload name lists the valid ones.
 		{"unknown-workload", tinyConfig, []string{"--target", url, "-w", "nope"}, ExitBadInput, `no workload "nope"; expected one of "small"`},
 		// No URL anywhere.

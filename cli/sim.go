@@ -2,9 +2,9 @@ package cli
 
 import (
 	"context"
-	"os"
 	"runtime/pprof"
 
+	"github.com/slogate/slogate/internal/fsafe"
 	"github.com/slogate/slogate/sim"
 )
 
@@ -51,7 +51,7 @@ func (a *app) cmdSim(ctx context.Context, args []string) int {
 
 // startCPUProfile profiles this process into path until the returned func is called.
 func startCPUProfile(path string) (func(), error) {
-	f, err := os.Create(path)
+	f, err := fsafe.Create(path)
 	if err != nil {
 		return nil, err
 	}

@@ -84,6 +84,9 @@ func (a *app) cmdSweep(ctx context.Context, args []string) int {
 	if err := measure.CheckSweepable(w); err != nil {
 		return a.measureError(err)
 	}
+	if code := a.checkOutputs(p.outDir, sweepOutputs(p.outDir, w)...); code != ExitOK {
+		return code
+	}
 	t, err := a.runner().Prepare(ctx, f, p.target)
 	if err != nil {
 		return a.measureError(err)
@@ -95,7 +98,7 @@ func (a *app) cmdSweep(ctx context.Context, args []string) int {
 	path := filepath.Join(p.outDir, w.Name+".sweep.json")
 	if err := result.WriteSweep(path, sw); err != nil {
 		a.errorf("writing %s: %v", path, err)
-		return ExitFailure
+		return writeExit(err)
 	}
 	report.SweepTable(a.stdout, sw, path)
 	return code

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"sync"
@@ -86,6 +85,17 @@ func Launch(ctx context.Context, s LaunchSpec) (*Process, error) {
 		s.ReadyTimeout = 20 * time.Minute
 	}
 	p := &Process{tail: &tailBuffer{max: 4096}, done: make(chan struct{}), baseURL: baseURL(s.BaseURL)}
+	base := p.baseURL
+	hostport := hostPort(base)
+	// The engine this start makes must be the one measured: a server already answering
+	// at the port would pass every readiness probe while the engine started loads (or
+	// fails), and the run would measure it instead.
+	if hostport != "" {
+		if c, err := net.DialTimeout("tcp", hostport, time.Second); err == nil {
+			c.Close()
+			return nil, &PortBusyError{Addr: hostport}
+		}
+	}
 	cmd := exec.Command(s.Command[0], s.Command[1:]...)
 	cmd.Env = append(os.Environ(), s.Env...)
 	start := time.Now()
@@ -98,6 +108,9 @@ func Launch(ctx context.Context, s LaunchSpec) (*Process, error) {
 	cmd.Stdout, cmd.Stderr = w, w
 	// Its own process group, so that stopping it also stops the workers it forks.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A helper that leaves its own session keeps the output pipe open after the engine
+	// has exited: Wait stops reading it this long after the exit instead of waiting on it.
+	cmd.WaitDelay = waitDelay
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting the engine %q: %w", s.Command[0], err)
 	}
@@ -109,18 +122,6 @@ func Launch(ctx context.Context, s LaunchSpec) (*Process, error) {
 	ready := time.NewTimer(s.ReadyTimeout)
 	defer ready.Stop()
 	client := &http.Client{Timeout: 2 * time.Second}
-	base := p.baseURL
-	hostport := ""
-	if u, err := url.Parse(base); err == nil {
-		port := u.Port()
-		if port == "" {
-			port = "80"
-			if u.Scheme == "https" {
-				port = "443"
-			}
-		}
-		hostport = net.JoinHostPort(u.Hostname(), port)
-	}
 	noHealth := false
 	for {
 		st := &p.Startup
@@ -144,6 +145,12 @@ func Launch(ctx context.Context, s LaunchSpec) (*Process, error) {
 		// An engine with /health is ready when it says so: llama.cpp lists its model
 		// (the alias it was given) while /health still answers 503.
 		if st.Port > 0 && (st.Health > 0 || noHealth) && listsModel(ctx, client, base+"/v1/models") {
+			select {
+			case <-p.done:
+				// Whatever answered, it is not the process this start made.
+				return nil, fmt.Errorf("the engine exited (%v) while %s answered: whatever serves there is not the engine target.start started (its command must run in the foreground for the engine's life); its last output:\n%s", p.waitErr, base, p.tail.String())
+			default:
+			}
 			st.Model = time.Since(start)
 			st.Phases = p.log.Phases()
 			p.StartDuration = st.Ready()
@@ -233,7 +240,9 @@ func (p *Process) FirstToken(ctx context.Context, req *Request, apiKey string) {
 	}
 }
 
-// Stop asks the engine's process group to terminate, and kills it after 30 s.
+// Stop asks the engine's process group to terminate, and kills it after 30 s. It waits
+// a bounded time: a process the kernel cannot kill at once (stuck in a driver) is left
+// to it rather than holding slogate.
 func (p *Process) Stop() {
 	if p == nil || p.cmd == nil || p.cmd.Process == nil {
 		return
@@ -242,10 +251,30 @@ func (p *Process) Stop() {
 	_ = syscall.Kill(pgid, syscall.SIGTERM)
 	select {
 	case <-p.done:
-	case <-time.After(30 * time.Second):
+		// The group may hold workers that outlive the leader's exit.
 		_ = syscall.Kill(pgid, syscall.SIGKILL)
-		<-p.done
+	case <-time.After(stopGrace):
+		_ = syscall.Kill(pgid, syscall.SIGKILL)
+		select {
+		case <-p.done:
+		case <-time.After(waitDelay + 10*time.Second):
+		}
 	}
+}
+
+// stopGrace is how long Stop waits for the engine to end on SIGTERM; waitDelay how long
+// Wait reads a started process's output after it exited.
+const (
+	stopGrace = 30 * time.Second
+	waitDelay = 2 * time.Second
+)
+
+// PortBusyError says that something already answered at the port target.start's engine
+// is to serve on, before it was started.
+type PortBusyError struct{ Addr string }
+
+func (e *PortBusyError) Error() string {
+	return fmt.Sprintf("something already serves %s before target.start runs: the run would measure it, not the engine it starts; stop it, or give target.url a free port", e.Addr)
 }
 
 // started holds the process groups of the engines Launch started that have not ended, so

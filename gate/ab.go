@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/slogate/slogate/gate/stats"
 	"github.com/slogate/slogate/result"
@@ -17,6 +18,52 @@ type abBlock struct {
 	r         *run
 	candidate bool
 	at        float64 // the block's midpoint, seconds since the job's first block began
+	// pool, shared by the blocks of one job in their order, keeps each side's pooled
+	// requests and statistics by prefix; nil: built at every judgement.
+	pool *abPool
+}
+
+// abPool keeps what evalBlocks pools from the first n blocks of one job, by metric: a
+// job judged again at the same length (by several rules on one metric, or by several
+// stopping rules on the same blocks) joins and resamples its sides once. Every slice of
+// blocks that shares an abPool must be a prefix of the same blocks.
+type abPool struct {
+	mu     sync.Mutex
+	pooled map[pooledKey]*pooledSides
+}
+
+type pooledKey struct {
+	metric string
+	blocks int
+}
+
+// pooledSides are a job's sides, joined (the tail rule reads them) and as def's
+// statistic, whose resampled spread is kept (stats.Keep).
+type pooledSides struct {
+	base, cand   *run
+	bStat, cStat stats.Metric
+}
+
+func newABPool() *abPool { return &abPool{pooled: map[pooledKey]*pooledSides{}} }
+
+// sidesOf pools blocks' sides for def, from j when it has them.
+func (j *abPool) sidesOf(def metricDef, blocks []abBlock, base, cand []*run) *pooledSides {
+	build := func() *pooledSides {
+		jb, jc := joinRuns(base), joinRuns(cand)
+		return &pooledSides{base: jb, cand: jc, bStat: stats.Keep(def.build(jb)), cStat: stats.Keep(def.build(jc))}
+	}
+	if j == nil {
+		return build()
+	}
+	k := pooledKey{def.name, len(blocks)}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if p, ok := j.pooled[k]; ok {
+		return p
+	}
+	p := build()
+	j.pooled[k] = p
+	return p
 }
 
 // joinRuns pools the requests of several runs into one: the values of every request,
@@ -69,8 +116,12 @@ func evalBlocks(rule workload.Rule, def metricDef, blocks []abBlock, basePol sta
 			m.BaselineTrials = append(m.BaselineTrials, v)
 		}
 	}
-	jb, jc := joinRuns(base), joinRuns(cand)
-	pb, pc := def.build(jb), def.build(jc)
+	var pool *abPool
+	if len(blocks) > 0 {
+		pool = blocks[0].pool
+	}
+	ps := pool.sidesOf(def, blocks, base, cand)
+	jb, jc, pb, pc := ps.base, ps.cand, ps.bStat, ps.cStat
 	pol := basePol
 	pol.Direction, pol.Tolerance = dir, rule.Tolerance
 	conf := cmp.Or(pol.Confidence, stats.DefaultConfidence)
@@ -209,6 +260,7 @@ func EvaluateAB(cfg *workload.File, blocks []*result.Record, cals CalibrationOf)
 		res.Workloads = append(res.Workloads, *wr)
 	}
 	res.Verdict = worstWorkload(res.Workloads)
+	res.Family = familyOf(res.Workloads, res.Confidence)
 	return res, nil
 }
 
@@ -272,9 +324,10 @@ func judgeAB(cfg *workload.File, name string, recs []*result.Record, rules []wor
 	}
 	t0 := first.Start
 	var ab []abBlock
+	pool := newABPool()
 	for _, r := range recs {
 		x := runOf(r)
-		ab = append(ab, abBlock{r: x, candidate: r.AB.Side == result.SideCandidate, at: r.Start.Sub(t0).Seconds() + x.window/2})
+		ab = append(ab, abBlock{r: x, candidate: r.AB.Side == result.SideCandidate, at: r.Start.Sub(t0).Seconds() + x.window/2, pool: pool})
 	}
 	g := cfg.Gate
 	pol := stats.Policy{Resamples: g.Resamples, Confidence: g.Confidence, Seed: uint64(g.Seed)}

@@ -5,11 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/slogate/slogate/internal/fsafe"
 	"io/fs"
 	"maps"
 	"math"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -19,6 +17,7 @@ import (
 	"time"
 
 	"github.com/slogate/slogate/gate/stats"
+	"github.com/slogate/slogate/internal/fsafe"
 	"github.com/slogate/slogate/result"
 )
 
@@ -214,6 +213,9 @@ func FromRecords(recs []*result.Record, now time.Time) (*Baseline, error) {
 		}
 		if why := r.Unfit(); why != "" {
 			return nil, &UnfitError{Workload: r.Workload, Trial: r.Trial, Reason: why}
+		}
+		if r.Summary.Completed == 0 {
+			return nil, &UnfitError{Workload: r.Workload, Trial: r.Trial, Reason: fmt.Sprintf("every one of its %d requests failed (%s): nothing of the engine's speed was measured, and a baseline of it would judge nothing", len(r.Requests), result.ErrorCounts(r.Summary.Errors))}
 		}
 	}
 	if first.Workload == "" {
@@ -453,8 +455,8 @@ func Marshal(b *Baseline) ([]byte, error) {
 	return result.MarshalLayered(b, 4)
 }
 
-// Write writes b to dir/<workload>/<hardware>.json atomically (a temporary file in the
-// same directory, synced, then renamed) and returns the path.
+// Write writes b to dir/<workload>/<hardware>.json atomically (fsafe.WriteFile) and
+// returns the path.
 func Write(dir string, b *Baseline) (string, error) {
 	for _, part := range []struct{ what, v string }{{"workload", b.Workload}, {"hardware", b.Hardware}} {
 		if !nameable(part.v) {
@@ -469,40 +471,8 @@ func Write(dir string, b *Baseline) (string, error) {
 		return "", err
 	}
 	p := filepath.Join(dir, filepath.FromSlash(RelPath(b.Workload, b.Hardware)))
-	d := filepath.Dir(p)
-	if err := os.MkdirAll(d, 0o755); err != nil {
+	if err := fsafe.WriteFile(p, data); err != nil {
 		return "", err
-	}
-	f, err := os.CreateTemp(d, "."+filepath.Base(p)+".*.tmp")
-	if err != nil {
-		return "", err
-	}
-	tmp := f.Name()
-	fail := func(err error) (string, error) {
-		f.Close()
-		os.Remove(tmp)
-		return "", err
-	}
-	if _, err := f.Write(data); err != nil {
-		return fail(err)
-	}
-	if err := f.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := f.Chmod(0o644); err != nil {
-		return fail(err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return "", err
-	}
-	if err := os.Rename(tmp, p); err != nil {
-		os.Remove(tmp)
-		return "", err
-	}
-	if dh, err := os.Open(d); err == nil {
-		_ = dh.Sync()
-		dh.Close()
 	}
 	return p, nil
 }
@@ -760,3 +730,40 @@ func UnfitSweep(sw *result.Sweep) string {
 }
 
 func fmtRPS(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+
+// CheckAppend checks, before calibrate --append measures anything, that workload has a
+// baseline to append to and that every baseline of it loads: a truncated or unreadable
+// file is found now, not after the runs. The baseline of the hardware the runs will be
+// measured on is looked up again once the first run names it.
+func (s Store) CheckAppend(workload string) error {
+	bs, _, err := s.Baselines(workload)
+	if err != nil {
+		return err
+	}
+	if len(bs) == 0 {
+		return &FileError{Path: filepath.Join(s.Dir, workload), Reason: fmt.Sprintf("no baseline of %s to append to: run slogate calibrate without --append first", workload)}
+	}
+	return nil
+}
+
+// Baselines loads every run baseline of workload (one per hardware, by file name) and
+// returns them with their paths as shown; the first that does not load is an error
+// naming it.
+func (s Store) Baselines(workload string) ([]*Baseline, []string, error) {
+	names, err := baselineFiles(s, workload)
+	if err != nil {
+		return nil, nil, err
+	}
+	var bs []*Baseline
+	var shown []string
+	for _, n := range names {
+		rel := path.Join(workload, n)
+		b, err := s.load(rel)
+		if err != nil {
+			return nil, nil, err
+		}
+		bs = append(bs, b)
+		shown = append(shown, filepath.Join(s.Dir, filepath.FromSlash(rel)))
+	}
+	return bs, shown, nil
+}

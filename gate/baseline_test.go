@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/slogate/slogate/gate/gatetest"
 	"github.com/slogate/slogate/result"
+	"github.com/slogate/slogate/workload"
 )
 
 var created = time.Date(2025, 3, 2, 9, 30, 0, 0, time.UTC)
@@ -208,5 +209,23 @@ func TestWriteRefusesBadNames(t *testing.T) {
 		if _, err := Write(t.TempDir(), b); err == nil {
 			t.Errorf("Write with workload %q succeeded; want a refusal", name)
 		}
+	}
+}
+
+// TestBaselineRefusesAllFailed: a run whose every request failed measured nothing of the
+// engine: it cannot become a baseline, and the refusal says what failed.
+func TestBaselineRefusesAllFailed(t *testing.T) {
+	f := testConfig([]workload.Rule{{Metric: "itl_p99", Direction: "lower", Tolerance: 0.10}})
+	r := rec(f, 1, gatetest.Spec{Requests: 50, ErrorRate: 1})
+	if r.Summary.Completed != 0 {
+		t.Fatalf("a run of only errors completed %d", r.Summary.Completed)
+	}
+	_, err := FromRecords([]*result.Record{r}, created)
+	var ue *UnfitError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "every one of its 50 requests failed") {
+		t.Fatalf("error %v, want an UnfitError saying every request failed", err)
+	}
+	if _, err := FromRecords([]*result.Record{rec(f, 2, gatetest.Spec{Requests: 50, ErrorRate: 0.5})}, created); err != nil {
+		t.Errorf("half failed: %v, want a baseline", err)
 	}
 }

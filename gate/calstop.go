@@ -1,10 +1,14 @@
 package gate
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
+	"sync"
 
+	"gonum.org/v1/gonum/mathext"
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/slogate/slogate/gate/stats"
@@ -175,4 +179,144 @@ func SupportedTolerance(sd float64, runs, repeats int, conf float64) float64 {
 	}
 	q := stats.TQuantile((1+conf)/2, float64(runs-1))
 	return math.Expm1(q * sd * math.Sqrt(1/float64(runs)+1/float64(max(repeats, 1))))
+}
+
+// A calibration that stopped because its rules were decided supported stopped when its
+// runs happened to spread little: the stop selects a low estimate. Judged on that
+// estimate, a candidate at the tolerance's edge fails more often than the gate's α. The
+// spread is therefore corrected for the stop (MetricSpread.StopFactor), by simulating
+// the stop itself: calibrations of normal runs make the same looks (the same minimum,
+// maximum, level and decisions), and σ* is the spread at which those that stop decided
+// supported at the same run give, on average, the log spread measured (found by
+// bisection, every bisection step on the same seeded runs). What is stored is σ*
+// times what a calibration of as many runs without a stop gives on average
+// (exp E[log s/σ]), the estimate the gate's t interval expects; the factor is that
+// over the measured spread, and never below 1.
+
+// stopTrials is how many calibrations each step of StopFactor simulates.
+const stopTrials = 2000
+
+// stopFactors memoises StopFactor (an edge test calls it thousands of times), by its
+// arguments with the spread to 0.5%.
+var stopFactors sync.Map
+
+// StopFactor is the factor (at least 1) by which the run-to-run spread sd, measured
+// by a calibration that made n runs after earlier ones (calibrate --append) and stopped
+// decided supported at the look for a rule of tolerance tol, under-states the spread,
+// for candidates of repeats runs at confidence conf and looks from minRuns to maxRuns.
+func StopFactor(sd float64, earlier, n, minRuns, maxRuns, repeats int, tol, conf float64) float64 {
+	if !(sd > 0) || !(tol > 0) || n >= maxRuns || n < 2 || maxRuns < 2 {
+		return 1
+	}
+	type key struct {
+		sd                                   int
+		earlier, n, minRuns, maxRuns, repeat int
+		tol, conf                            float64
+	}
+	k := key{int(math.Round(200 * math.Log(sd))), earlier, n, minRuns, maxRuns, repeats, tol, conf}
+	if f, ok := stopFactors.Load(k); ok {
+		return f.(float64)
+	}
+	sd = math.Exp(float64(k.sd) / 200)
+	level := 1 - (1-conf)/float64(max(maxRuns-minRuns+1, 1))
+	r := float64(max(repeats, 1))
+	limit := math.Log1p(tol)
+	total := earlier + maxRuns
+	// The looks' thresholds on the estimate, from run max(minRuns, 2) on: supported when
+	// sd·sup[m] ≤ limit, too narrow when sd·narrow[m] > limit (lookCalibration's
+	// SupportedTolerance of SpreadInterval, both linear in sd).
+	first := max(minRuns, 2)
+	sup := make([]float64, maxRuns+1)
+	narrow := make([]float64, maxRuns+1)
+	for m := first; m <= n; m++ {
+		runs := earlier + m
+		lo, hi := SpreadInterval(1, runs-1, level)
+		sup[m] = stats.TQuantile((1+conf)/2, float64(runs-1)) * hi * math.Sqrt(1/float64(runs)+1/r)
+		narrow[m] = stats.TQuantile((1+conf)/2, float64(total-1)) * lo * math.Sqrt(1/float64(total)+1/r)
+	}
+	// meanLog is the mean log estimate of the simulated calibrations at spread sigma
+	// that stopped decided supported at run n, and how many did.
+	meanLog := func(sigma float64) (float64, int) {
+		rng := rand.New(rand.NewPCG(uint64(n), uint64(maxRuns)))
+		var sum float64
+		var stopped int
+		for range stopTrials {
+			// Welford's running mean and sum of squares over the earlier runs and these.
+			var mean, m2 float64
+			k := 0
+			for m := 1 - earlier; m <= n; m++ {
+				k++
+				x := sigma * rng.NormFloat64()
+				d := x - mean
+				mean += d / float64(k)
+				m2 += d * (x - mean)
+				if m < first {
+					continue
+				}
+				s := math.Sqrt(m2 / float64(k-1))
+				if s*sup[m] <= limit {
+					if m == n {
+						sum += math.Log(s)
+						stopped++
+					}
+					break
+				}
+				if s*narrow[m] > limit {
+					break
+				}
+			}
+		}
+		if stopped == 0 {
+			return 0, 0
+		}
+		return sum / float64(stopped), stopped
+	}
+	// σ* between the estimate and 20 times it (e³): the simulated mean grows with σ.
+	lo, hi := math.Log(sd), math.Log(sd)+3
+	target := math.Log(sd)
+	for range 24 {
+		mid := (lo + hi) / 2
+		m, k := meanLog(math.Exp(mid))
+		if k < 20 {
+			// Too few stop at run n (at a small spread they stop before it, at a large
+			// one they seldom stop supported): nothing to match, so the smaller side.
+			hi = mid
+			continue
+		}
+		if m < target {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	df := float64(earlier + n - 1)
+	f := max(math.Exp((lo+hi)/2+0.5*(mathext.Digamma(df/2)-math.Log(df/2)))/sd, 1)
+	stopFactors.Store(k, f)
+	return f
+}
+
+// ApplyStop records how a sequential calibration ended, and corrects the spread of each
+// metric whose rule the stop decided supported for the stop's selection (StopFactor). A
+// calibration that ran to its maximum, or decided only that rules are too narrow,
+// selected nothing downwards and is left as measured.
+func ApplyStop(cfg *workload.File, w *workload.Workload, cal *Calibration, st *CalStop) {
+	cal.Stop = st
+	if st == nil || st.Reason != CalStopDecided {
+		return
+	}
+	conf := cmp.Or(cfg.Gate.Confidence, stats.DefaultConfidence)
+	for _, l := range st.Rules {
+		if l.Decided != CalSupported {
+			continue
+		}
+		for i := range cal.Metrics {
+			ms := &cal.Metrics[i]
+			if ms.Metric != l.Metric || ms.DF == 0 {
+				continue
+			}
+			f := StopFactor(l.RunSD, cal.Runs-st.Runs, st.Runs, st.MinRuns, st.MaxRuns, max(w.Repeats, 1), l.Tolerance, conf)
+			// Two rules on one metric: the larger correction.
+			ms.StopFactor = max(ms.StopFactor, f)
+		}
+	}
 }

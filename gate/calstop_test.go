@@ -192,3 +192,55 @@ func TestLookCalibrationRuns(t *testing.T) {
 		t.Errorf("sd 0.08 against ±5%%: too narrow decided %d of 1000", d["decided too_narrow"])
 	}
 }
+
+// TestApplyStop: a calibration stopped because its rule was decided supported stores
+// its spread corrected for the stop (a factor above 1, which Spread applies); one that
+// ran to its maximum, or whose rule was decided too narrow, is left as measured.
+func TestApplyStop(t *testing.T) {
+	f := testConfig([]workload.Rule{{Metric: "itl_p99", Direction: "lower", Tolerance: 0.10}})
+	w := &f.Workloads[0]
+	w.Repeats = 3
+	// The largest spread that 8 runs decide supported (by bisection): a calibration
+	// that stops there stopped when its runs had just spread little enough.
+	lo, hi := 0.0, 1.0
+	for range 50 {
+		mid := (lo + hi) / 2
+		if st, _ := LookCalibration(f, w, calWith(8, mid), 8, 3, 20); st != nil && st.Rules[0].Decided == CalSupported {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	for _, c := range []struct {
+		name    string
+		cal     *Calibration
+		n, max  int
+		correct bool
+	}{
+		{"decided supported at 8 of 20", calWith(8, 0.95*lo), 8, 20, true},
+		{"ran to its maximum", calWith(20, 0.07), 20, 20, false},
+		{"decided too narrow", calWith(5, 0.5), 5, 20, false},
+	} {
+		st, err := LookCalibration(f, w, c.cal, c.n, 3, c.max)
+		if err != nil || st == nil {
+			t.Fatalf("%s: no stop (%v)", c.name, err)
+		}
+		ApplyStop(f, w, c.cal, st)
+		ms := c.cal.Metrics[0]
+		if c.cal.Stop != st {
+			t.Errorf("%s: the stop was not recorded", c.name)
+		}
+		got := ms.Spread().RunSD / ms.RunSD
+		if c.correct != (ms.StopFactor > 1) || math.Abs(got-max(ms.StopFactor, 1)) > 1e-12 {
+			t.Errorf("%s (%s): stop factor %v, spread %v of the measured; want a correction %v", c.name, st.Why, ms.StopFactor, got, c.correct)
+		}
+	}
+	// The factor grows as the stop selects harder: a spread that only just passed its
+	// look at 8 runs was selected more than one far inside it.
+	near := StopFactor(0.95*lo, 0, 8, 3, 20, 3, 0.10, 0.95)
+	far := StopFactor(0.5*lo, 0, 8, 3, 20, 3, 0.10, 0.95)
+	t.Logf("8 runs decide ±10%% supported up to a spread of %.4f; stop factor %.3f at 0.95 of it, %.3f at half", lo, near, far)
+	if !(near > far && far >= 1) {
+		t.Errorf("stop factors %v near the look's threshold, %v far inside it", near, far)
+	}
+}

@@ -39,8 +39,10 @@ type Components struct {
 	// DF are the degrees of freedom of the highest level measured.
 	DF int `json:"df"`
 	// StartsDF are the degrees of freedom of StartsSD (absent in calibrations older
-	// than it, whose DF stands in for it).
+	// than it, whose DF stands in for it); RunsDF and DaysDF those of RunsSD and DaysSD.
 	StartsDF int `json:"between_starts_df,omitempty"`
+	RunsDF   int `json:"between_runs_df,omitempty"`
+	DaysDF   int `json:"between_days_df,omitempty"`
 	// StartMeansSD: the spread of the starts' means (each start's runs averaged) within
 	// a day, everything below included, on StartsDF. It is the raw figure StartsSD is
 	// taken out of, and what StartSpread bounds a StartsSD of 0 by: more runs per start
@@ -58,72 +60,115 @@ const (
 	LacksDays   = "between days"
 )
 
-// componentsOf splits the spread of a metric's values over runs labelled by info
-// (method of moments on the nested levels, each clamped at 0): at each level, the
-// pooled variance of the group means within the level above, less what the levels
-// below contribute to a mean of that many runs.
+// componentsOf splits the spread of a metric's values over runs labelled by info: at
+// each level, the pooled variance of the group means within the level above (its mean
+// square), less the mean square of the level below divided by the runs, or starts, that
+// each group mean averages (ANOVA's method of moments, unbiased at every level;
+// levelsOf). A level's standard deviation is its estimate clamped at 0.
 func componentsOf(vals []float64, within float64, info []CalRun) *Components {
-	logs := make([]float64, len(vals))
-	for i, v := range vals {
-		if !(v > 0) {
-			return nil
-		}
-		logs[i] = math.Log(v)
+	lv, ok := levelsOf(vals, within, info)
+	if !ok {
+		return nil
 	}
 	c := &Components{WithinSD: within}
-	w2 := within * within
-	// Runs of one server: the spread of runs within each start.
-	byStart := groupBy(len(logs), func(i int) string { return fmt.Sprint(info[i].Start) })
-	runVar, runDF := pooled(logs, byStart)
-	lower := w2 // what one run's value carries from the levels below the next
-	if runDF > 0 {
-		v := max(runVar-w2, 0)
-		c.RunsSD, c.DF = sqrtp(v), runDF
-		lower = w2 + v
+	if lv.runs.df > 0 {
+		c.RunsSD, c.DF, c.RunsDF = sqrtp(max(lv.runs.v, 0)), lv.runs.df, lv.runs.df
 	}
-	// Engine starts: the spread of start means within each day.
-	startMeans, startDay, perStart := means(logs, byStart, func(i int) string { return info[i].Day })
-	byDay := groupBy(len(startMeans), func(i int) string { return startDay[i] })
-	startVar, startDF := pooled(startMeans, byDay)
-	nStart := harmonic(perStart)
-	if startDF > 0 {
-		v := max(startVar-lower/nStart, 0)
-		c.StartsSD, c.DF, c.StartsDF = sqrtp(v), startDF, startDF
-		c.StartMeansSD = sqrtp(startVar)
-		lower += v
-	} else if len(byStart) > 1 && len(byDay) > 1 {
+	if lv.starts.df > 0 {
+		c.StartsSD, c.DF, c.StartsDF = sqrtp(max(lv.starts.v, 0)), lv.starts.df, lv.starts.df
+		c.StartMeansSD = sqrtp(lv.starts.ms)
+	} else if lv.nStarts > 1 && lv.nDays > 1 {
 		c.Lacks = append(c.Lacks, LacksStarts+" on one day")
 	} else {
 		c.Lacks = append(c.Lacks, LacksStarts)
 	}
-	// Days: the spread of day means (each the mean of its starts' means).
-	dayMeans, _, startsPerDay := means(startMeans, byDay, func(int) string { return "" })
-	if len(dayMeans) > 1 {
-		dayVar, _ := pooled(dayMeans, [][]int{seq(len(dayMeans))})
-		v := max(dayVar-lower/harmonic(startsPerDay), 0)
-		c.DaysSD, c.DF = sqrtp(v), len(dayMeans)-1
+	if lv.days.df > 0 {
+		c.DaysSD, c.DF, c.DaysDF = sqrtp(max(lv.days.v, 0)), lv.days.df, lv.days.df
 	} else {
 		c.Lacks = append(c.Lacks, LacksDays)
 	}
 	return c
 }
 
+// level is one source's estimate: its variance v (unclamped: unbiased, and so below 0
+// at times), the mean square it is taken out of, and that mean square's degrees of
+// freedom (0: the runs did not sample the level).
+type level struct {
+	v, ms float64
+	df    int
+}
+
+// levels are a calibration's estimates by source, nested as its runs are: runs within
+// an engine start, starts within a day, days.
+type levels struct {
+	runs, starts, days level
+	nStarts, nDays     int
+}
+
+// levelsOf estimates each level's variance from the log values of runs labelled by
+// info, their mean sampling variance within². With one run per start the starts' level
+// holds the runs' too; with one start per day the days' level holds the starts'. ok is
+// false when a value is not positive.
+func levelsOf(vals []float64, within float64, info []CalRun) (levels, bool) {
+	logs := make([]float64, len(vals))
+	for i, v := range vals {
+		if !(v > 0) {
+			return levels{}, false
+		}
+		logs[i] = math.Log(v)
+	}
+	var lv levels
+	// below is the variance of one unit of the current level (a run, then a start's
+	// mean) from the levels under it: estimated by that level's mean square where it was
+	// measured, and carried down, divided by the group size, where it was not.
+	below := within * within
+	// Runs of one server: the spread of runs within each start.
+	byStart := groupBy(len(logs), func(i int) string { return fmt.Sprint(info[i].Start) })
+	if ms, df := pooled(logs, byStart); df > 0 {
+		lv.runs = level{v: ms - below, ms: ms, df: df}
+		below = ms
+	}
+	// Engine starts: the spread of start means within each day.
+	startMeans, startDay, perStart := means(logs, byStart, func(i int) string { return info[i].Day })
+	below /= harmonic(perStart)
+	byDay := groupBy(len(startMeans), func(i int) string { return startDay[i] })
+	lv.nStarts, lv.nDays = len(byStart), len(byDay)
+	if ms, df := pooled(startMeans, byDay); df > 0 {
+		lv.starts = level{v: ms - below, ms: ms, df: df}
+		below = ms
+	}
+	// Days: the spread of day means (each the mean of its starts' means).
+	dayMeans, _, startsPerDay := means(startMeans, byDay, func(int) string { return "" })
+	if len(dayMeans) > 1 {
+		ms, df := pooled(dayMeans, [][]int{seq(len(dayMeans))})
+		lv.days = level{v: ms - below/harmonic(startsPerDay), ms: ms, df: df}
+	}
+	return lv, true
+}
+
 // Spread is the between-run spread a candidate run on a new engine start on another
-// day meets, as far as the calibration measured it: every measured part added (a
-// higher level's estimate already holds what the levels below put into its means), on
-// the degrees of freedom of the highest level measured. A calibration whose runs
+// day meets, as far as the calibration measured it: every measured part added (a higher
+// level's estimate already holds what the levels below put into its means), the starts'
+// and days' parts marked as shared by the runs of one start, on the degrees of freedom
+// of the highest level measured. A calibration whose runs
 // sampled only one level gives the plain spread of its runs.
 func (c *Components) spread(sp stats.Spread) stats.Spread {
 	if c == nil || (c.StartsSD == nil && c.DaysSD == nil) || c.DF <= 0 {
 		return sp
 	}
 	v := c.WithinSD * c.WithinSD
-	for _, x := range []*float64{c.RunsSD, c.StartsSD, c.DaysSD} {
+	var shared float64
+	for i, x := range []*float64{c.RunsSD, c.StartsSD, c.DaysSD} {
 		if x != nil {
 			v += *x * *x
+			if i > 0 {
+				shared += *x * *x
+			}
 		}
 	}
-	return stats.Spread{RunSD: math.Sqrt(v), WithinSD: c.WithinSD, DF: c.DF}
+	// What moves between starts and days is shared by the runs of one start: a
+	// candidate's repeats on one start meet it once (stats.Spread.SharedSD).
+	return stats.Spread{RunSD: math.Sqrt(v), WithinSD: c.WithinSD, DF: c.DF, SharedSD: math.Sqrt(shared)}
 }
 
 // groupBy groups 0..n-1 by key, groups in order of first appearance.

@@ -123,6 +123,43 @@ type Result struct {
 	// Warnings concern the input as a whole (records of workloads the config does not
 	// define, workloads without records).
 	Warnings []string `json:"warnings,omitempty"`
+	// Family is the job's false-fail rate across its rules; nil when no rule was judged
+	// by an interval.
+	Family *Family `json:"family,omitempty"`
+}
+
+// Family states the job's error rate across its gated rules and workloads. Each rule
+// judged by an interval (or a confidence sequence) at confidence c fails a system at
+// its tolerance's edge at most (1 − c)/2 of the time, and an unchanged one less; the job
+// fails when any rule does, so at most Rules × PerRule of such jobs fail on some rule
+// (the union bound, which holds however the rules' noise is correlated).
+type Family struct {
+	// Rules: the rules, over every workload, judged by an interval or a sequence.
+	Rules int `json:"rules"`
+	// PerRule: each one's false-fail rate at its edge, (1 − confidence)/2.
+	PerRule float64 `json:"per_rule_false_fail"`
+	// Bound: the job's false-fail rate, at most min(1, Rules × PerRule).
+	Bound float64 `json:"family_false_fail_bound"`
+}
+
+// familyOf counts the rules of workloads judged by an interval or a sequence.
+func familyOf(workloads []WorkloadResult, confidence float64) *Family {
+	n := 0
+	for _, w := range workloads {
+		for _, m := range w.Metrics {
+			switch m.Method {
+			case MethodBootstrap, MethodTrials, MethodCalibrated, MethodBlocks:
+				if m.Ratio != nil && m.Verdict != Incomparable {
+					n++
+				}
+			}
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	per := (1 - confidence) / 2
+	return &Family{Rules: n, PerRule: math.Round(per*1e6) / 1e6, Bound: math.Round(min(1, float64(n)*per)*1e6) / 1e6}
 }
 
 // WorkloadResult is the verdict of one workload on one hardware.
@@ -360,6 +397,7 @@ func Evaluate(in Input) (*Result, error) {
 		}
 	}
 	res.Verdict = worstWorkload(res.Workloads)
+	res.Family = familyOf(res.Workloads, res.Confidence)
 	return res, nil
 }
 
@@ -724,7 +762,7 @@ func evalRule(rule workload.Rule, def metricDef, base, cand []*run, cal *Calibra
 				verdicts = append(verdicts, r.Verdict)
 				break
 			}
-			r, nz := stats.CompareSpread(bms, cms, sp, source, pol)
+			r, nz := stats.CompareSpread(bms, cms, startsOf(base, cal), startsOf(cand, nil), sp, source, pol)
 			m.Method = MethodTrials
 			if source == "calibration" {
 				m.Method = MethodCalibrated

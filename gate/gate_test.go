@@ -556,3 +556,28 @@ func BenchmarkGate(b *testing.B) {
 		}
 	}
 }
+
+// TestFamilyStatesTheJobsFalseFailRate: gate.json says how many rules were judged by an
+// interval and the job's false-fail bound over them; an exact rule, an absolute limit and
+// a job with no baseline count none.
+func TestFamilyStatesTheJobsFalseFailRate(t *testing.T) {
+	limit := 0.05
+	f := testConfig([]workload.Rule{
+		{Metric: "itl_p99", Direction: "lower", Tolerance: 0.10},
+		{Metric: "ttft_p95", Direction: "lower", Tolerance: 0.20},
+		{Metric: "goodput", Direction: "higher", Tolerance: 0.10},
+		{Metric: "error_rate", Max: &limit},
+	})
+	base := rec(f, 1, gatetest.Spec{Requests: 300})
+	res := evaluate(t, f, storeOf(t, []*result.Record{base}), rec(f, 2, gatetest.Spec{Requests: 300}))
+	if res.Family == nil || res.Family.Rules != 3 || res.Family.PerRule != 0.025 || math.Abs(res.Family.Bound-0.075) > 1e-9 {
+		t.Fatalf("family %+v, want 3 rules at 2.5%% each, at most 7.5%% for the job", res.Family)
+	}
+	f.Gate.Confidence = 0.99
+	if res := evaluate(t, f, storeOf(t, []*result.Record{base}), rec(f, 2, gatetest.Spec{Requests: 300})); res.Family == nil || math.Abs(res.Family.Bound-0.015) > 1e-9 {
+		t.Errorf("at 99%%: family %+v, want at most 1.5%%", res.Family)
+	}
+	if res := evaluate(t, f, Store{FS: fstest.MapFS{}, Dir: "baselines"}, rec(f, 2, gatetest.Spec{Requests: 300})); res.Family != nil {
+		t.Errorf("no baseline: family %+v, want none", res.Family)
+	}
+}

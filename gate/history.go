@@ -113,7 +113,7 @@ func AppendHistory(dir, workload, hardware string, e HistoryEntry) (string, erro
 	if len(old) > 0 && old[len(old)-1] != '\n' {
 		old = append(old, '\n')
 	}
-	if err := result.WriteFileAtomic(p, append(append(old, line...), '\n')); err != nil {
+	if err := fsafe.WriteFile(p, append(append(old, line...), '\n')); err != nil {
 		return "", err
 	}
 	return p, nil

@@ -46,12 +46,31 @@ type MetricSpread struct {
 	Reason string `json:"reason,omitempty"`
 	// Components split the spread by where it comes from (componentsOf).
 	Components *Components `json:"components,omitempty"`
+	// StopFactor (at least 1, absent when 1) is how many times the measured spread is
+	// taken, because a sequential calibration stopped when this metric's rule was
+	// decided supported: the stop selects a low estimate (StopFactor, ApplyStop).
+	StopFactor float64 `json:"stop_factor,omitempty"`
 }
 
 // Spread is the metric's spread for the statistics: with components, every part the
 // calibration measured (Components.spread).
 func (m *MetricSpread) Spread() stats.Spread {
-	return m.Components.spread(stats.Spread{RunSD: m.RunSD, WithinSD: m.WithinSD, DF: m.DF})
+	sp := m.Components.spread(stats.Spread{RunSD: m.RunSD, WithinSD: m.WithinSD, DF: m.DF})
+	if f := m.StopFactor; f > 1 {
+		sp.RunSD *= f
+		sp.SharedSD *= f
+	}
+	return sp
+}
+
+// Starts is how many distinct engine starts served the calibration's runs, as its
+// run_info labels them; 0 for a calibration older than those labels.
+func (c *Calibration) Starts() int {
+	seen := map[int]bool{}
+	for _, x := range c.RunInfo {
+		seen[x.Start] = true
+	}
+	return len(seen)
 }
 
 // Lookup is the calibrated spread of metric, nil when it has none (or too few runs).
@@ -234,6 +253,11 @@ type NoiseResult struct {
 	// adds (their offsets, which the blocks cannot see), from the baseline's
 	// calibration; 0 when every block had its own engine start.
 	StartsSD float64 `json:"starts_sd,omitempty"`
+	// BaselineStarts and CandidateStarts are the distinct engine starts that served
+	// each side's runs, over which the spread between engine starts is averaged
+	// (repeats on one start count once); absent when no between-run spread is known.
+	BaselineStarts  int `json:"baseline_starts,omitempty"`
+	CandidateStarts int `json:"candidate_starts,omitempty"`
 }
 
 func noiseResult(nz stats.Noise, res stats.Result) *NoiseResult {
@@ -246,6 +270,7 @@ func noiseResult(nz stats.Noise, res stats.Result) *NoiseResult {
 	return &NoiseResult{
 		Source: nz.Source, WithinSD: r(nz.Within), BetweenSD: r(nz.Between), TotalSD: r(nz.Total), DF: r(nz.DF),
 		Supported: r(res.Resolution), Detectable: r(stats.Detectable(nz, res.Policy.Tolerance, 0.95)),
+		BaselineStarts: nz.BaselineStarts, CandidateStarts: nz.CandidateStarts,
 	}
 }
 
@@ -268,4 +293,33 @@ func spreadOf(metric string, cal *Calibration, bms, cms []stats.Metric, pol stat
 		return sp, "trials"
 	}
 	return stats.Spread{}, ""
+}
+
+// startsOf is how many distinct engine starts served runs: as the calibration cal
+// labelled them when it holds one label per run; else by their records, where runs
+// whose engine slogate did not start were served by one engine, runs it started share
+// the start their record numbers (run --restart-every), and a started run without a
+// number had its own.
+func startsOf(runs []*run, cal *Calibration) int {
+	if cal != nil && len(cal.RunInfo) == len(runs) {
+		return cal.Starts()
+	}
+	seen := map[int]bool{}
+	n := 0
+	for _, r := range runs {
+		key := -1 // the one engine slogate did not start
+		switch {
+		case r.start == nil:
+		case r.start.Start > 0:
+			key = r.start.Start
+		default:
+			n++
+			continue
+		}
+		if !seen[key] {
+			seen[key] = true
+			n++
+		}
+	}
+	return n
 }

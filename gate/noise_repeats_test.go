@@ -33,7 +33,7 @@ func seqRepeats(t *testing.T, nWorlds, perWorld, repeats int, spec gatetest.Spec
 			vs := make([]Verdict, len(defs))
 			for j := range defs {
 				pol := policyOf(recommended.rules[j])
-				p, lo, hi, dec, ok := stats.RepeatsSequence(x.sides[j], logs[j], x.spreads[j], pol)
+				p, lo, hi, dec, ok := stats.RepeatsSequence(x.sides[j], logs[j], len(logs[j]), x.spreads[j], pol) // each run its own start
 				if !ok {
 					t.Errorf("world %d %s: no sequence", w, recommended.rules[j].Metric)
 					return true, vs

@@ -3,6 +3,7 @@ package gate
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -173,6 +174,7 @@ func seqJobsEach(t *testing.T, set seqSet, judges []judge) [][]seqTrial {
 	}
 	inParallel(set.trials, func(i int) {
 		var blocks []abBlock
+		pool := newABPool() // every judge's final judgement pools the trial's sides once
 		// upTo draws the trial's blocks up to n, each once.
 		upTo := func(n int) []abBlock {
 			for b := len(blocks); b < n; b++ {
@@ -189,7 +191,7 @@ func seqJobsEach(t *testing.T, set seqSet, judges []judge) [][]seqTrial {
 				if candidate && set.slow != 0 {
 					s.GapScale = set.slow
 				}
-				blocks = append(blocks, abBlock{r: runOf(gatetest.Record(uint64(8_000_000+i*100+b), s)), candidate: candidate, at: float64(b)})
+				blocks = append(blocks, abBlock{r: runOf(gatetest.Record(uint64(8_000_000+i*100+b), s)), candidate: candidate, at: float64(b), pool: pool})
 			}
 			return blocks[:n]
 		}
@@ -567,3 +569,35 @@ func meanSD(xs []float64) (m, sd float64) {
 }
 
 func normalCDF(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }
+
+// TestPooledSidesKeptPerPrefix: blocks that share a pool judge every rule as blocks
+// without one do, on every prefix and under every stopping rule, in any order of
+// looks; the pool builds each prefix's sides once.
+func TestPooledSidesKeptPerPrefix(t *testing.T) {
+	defs := defsOf(t)
+	layout := Layout(8)
+	pool := newABPool()
+	var shared, plain []abBlock
+	for b := range 8 {
+		s := gatetest.Spec{Requests: 60, OutputTokens: recommended.outputTokens, Noise: gpuNoise, SkipSummary: true, NoiseSeed: int64(40 + b)}
+		rec := gatetest.Record(uint64(50+b), s)
+		candidate := layout[b] == 'B'
+		shared = append(shared, abBlock{r: runOf(rec), candidate: candidate, at: float64(b), pool: pool})
+		plain = append(plain, abBlock{r: runOf(rec), candidate: candidate, at: float64(b)})
+	}
+	stops := []ABStop{{MinBlocks: 4, MaxBlocks: 8}, {MinBlocks: 4, MaxBlocks: 8, FinalShare: 0.5}, {}}
+	for _, n := range []int{8, 4, 6, 8, 4} {
+		for _, stop := range stops {
+			for j, rule := range recommended.rules {
+				got := evalBlocks(rule, defs[j], shared[:n], policyOf(rule), stop, startPart{})
+				want := evalBlocks(rule, defs[j], plain[:n], policyOf(rule), stop, startPart{})
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("%d blocks, %+v, %s: pooled %+v, unpooled %+v", n, stop, rule.Metric, got, want)
+				}
+			}
+		}
+	}
+	if got, want := len(pool.pooled), 3*len(recommended.rules); got != want {
+		t.Errorf("the pool holds %d sides, want %d: one per prefix and metric", got, want)
+	}
+}

@@ -138,7 +138,8 @@ func repeatsSequence(rule workload.Rule, def metricDef, base, cand []*run, cal *
 		}
 		logs[i] = math.Log(v)
 	}
-	return stats.RepeatsSequence(side, logs, ms.Spread(), pol)
+	side.Starts = startsOf(base, cal)
+	return stats.RepeatsSequence(side, logs, startsOf(cand, nil), ms.Spread(), pol)
 }
 
 // judgeRepeatsSequence replaces the interval of each calibrated rule of a candidate

@@ -71,13 +71,31 @@ func quantizeGaps(gaps []int64) []float64 {
 		return nil
 	}
 	b := make([]int32, len(gaps))
+	lo, hi := int32(maxBucket), int32(0)
 	for i, g := range gaps {
 		b[i] = bucketOf(g)
+		lo, hi = min(lo, b[i]), max(hi, b[i])
 	}
-	slices.Sort(b)
 	out := make([]float64, len(b))
-	for i, k := range b {
-		out[i] = bucketValue[k]
+	if span := int(hi-lo) + 1; span > 4*len(b) {
+		slices.Sort(b)
+		for i, k := range b {
+			out[i] = bucketValue[k]
+		}
+		return out
+	}
+	// A request's gaps fill a few neighbouring buckets: counted, not sorted.
+	counts := make([]int32, int(hi-lo)+1)
+	for _, k := range b {
+		counts[k-lo]++
+	}
+	i := 0
+	for k, c := range counts {
+		v := bucketValue[lo+int32(k)]
+		for range c {
+			out[i] = v
+			i++
+		}
 	}
 	return out
 }

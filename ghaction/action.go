@@ -51,6 +51,9 @@ type Inputs struct {
 	// CalibrateRestartEvery starts the engine afresh every that many runs of the
 	// calibration (slogate calibrate --restart-every; target.start); 0: every run.
 	CalibrateRestartEvery int
+	// RestartEvery starts the engine afresh every that many trials of a workload in
+	// modes run and gate (slogate run --restart-every; target.start); 0: one start.
+	RestartEvery int
 	// Blocks is the number of A/B blocks of mode ab (slogate ab --blocks); 0: 16.
 	Blocks int
 	// MinBlocks makes mode ab sequential (slogate ab --min-blocks); 0: every block runs.
@@ -137,6 +140,9 @@ func ReadInputs(a *githubactions.Action) (Inputs, error) {
 		errs = append(errs, err)
 	}
 	if in.CalibrateRestartEvery, err = intInput(a, "calibrate-restart-every", 0, func(n int) bool { return n == 0 || (n >= 1 && n <= in.CalibrateRuns) }, "0 (an engine start every run) or from 1 to calibrate-runs"); err != nil {
+		errs = append(errs, err)
+	}
+	if in.RestartEvery, err = intInput(a, "restart-every", 0, func(n int) bool { return n >= 0 }, "0 (every trial on one engine start) or a number of trials, at least 1"); err != nil {
 		errs = append(errs, err)
 	}
 	if in.Blocks, err = intInput(a, "blocks", 0, func(n int) bool { return n >= 4 && n%4 == 0 }, "a multiple of 4, at least 4"); err != nil {

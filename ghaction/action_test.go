@@ -58,6 +58,9 @@ func TestReadInputs(t *testing.T) {
 		// A calibration of 20 starts of 4 runs each.
 		{"baseline, calibration with several runs per start", map[string]string{"INPUT_MODE": "baseline", "INPUT_CALIBRATE-RUNS": "80", "INPUT_CALIBRATE-RESTART-EVERY": "4"},
 			Inputs{Config: "slogate.yaml", Mode: "baseline", FailOn: "inconclusive", Comment: true, CommentMode: "always", CalibrateRuns: 80, CalibrateRestartEvery: 4}},
+		// Repeats spread over engine starts, two trials a start.
+		{"gate, restart every 2 trials", map[string]string{"INPUT_RESTART-EVERY": "2"},
+			Inputs{Config: "slogate.yaml", Mode: "gate", FailOn: "inconclusive", Comment: true, CommentMode: "always", RestartEvery: 2}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -148,6 +151,8 @@ func TestReadInputsInvalid(t *testing.T) {
 			[]string{`input "calibrate-restart-every": invalid value "11"; valid values: 0 (an engine start every run) or from 1 to calibrate-runs`}},
 		{"calibrate-restart-every not a number", map[string]string{"INPUT_CALIBRATE-RUNS": "10", "INPUT_CALIBRATE-RESTART-EVERY": "four"},
 			[]string{`input "calibrate-restart-every": invalid value "four"; valid values: 0 (an engine start every run) or from 1 to calibrate-runs`}},
+		{"restart-every negative", map[string]string{"INPUT_RESTART-EVERY": "-1"},
+			[]string{`input "restart-every": invalid value "-1"; valid values: 0 (every trial on one engine start) or a number of trials, at least 1`}},
 		{"calibrate-min-runs without runs", map[string]string{"INPUT_CALIBRATE-MIN-RUNS": "3"},
 			[]string{`input "calibrate-min-runs": invalid value "3"; valid values: 0 (every run) or from 3 to calibrate-runs`}},
 		{"min-blocks odd", map[string]string{"INPUT_MIN-BLOCKS": "5"},

@@ -14,12 +14,13 @@ import (
 )
 
 // AIPerfFormat is the AIPerf shape read: profile_export.jsonl records (MetricRecordInfo:
-// metadata.request_start_ns, request_end_ns, benchmark_phase; metrics.ttft,
-// inter_chunk_latency, input_sequence_length, output_sequence_length, each {value,
-// unit}; error {code, type, message}), as docs/tutorials/working-with-profile-exports.md
-// documents them at commit e51cbbaf65a6 of ai-dynamo/aiperf, with the summary
-// profile_export_aiperf.json beside it (JsonExportData, schema_version 1.3, which
-// carries aiperf_version and input_config).
+// metadata.request_start_ns, request_end_ns, benchmark_phase; metrics.ttft (AIPerf
+// 0.10.0: time_to_first_token), inter_chunk_latency, input_sequence_length,
+// output_sequence_length, each {value, unit}; error {code, type, message}), as
+// docs/tutorials/working-with-profile-exports.md documents them at commit e51cbbaf65a6 of
+// ai-dynamo/aiperf, with the summary profile_export_aiperf.json beside it (JsonExportData,
+// schema_version 1.3, which carries aiperf_version, input_config (the model under
+// endpoint.model_names, or from 0.10.0 models.items[].name) and request_count).
 const AIPerfFormat = "aiperf profile_export.jsonl + profile_export_aiperf.json schema 1.3, docs@e51cbbaf65a6"
 
 // AIPerfSummaryName is the summary file read beside profile_export.jsonl.
@@ -40,7 +41,10 @@ type apRecord struct {
 		RequestEndNS   *int64  `json:"request_end_ns"`
 		Phase          *string `json:"benchmark_phase"`
 		WasCancelled   bool    `json:"was_cancelled"`
-		TimestampNS    *int64  `json:"timestamp_ns"` // the earlier shape
+		// The earlier shape (AIPerf of October 2025): when the request was sent, and
+		// its phase; its end is the record's metrics.max_response_timestamp.
+		TimestampNS *int64  `json:"timestamp_ns"`
+		CreditPhase *string `json:"credit_phase"`
 	} `json:"metadata"`
 	Metrics map[string]apValue `json:"metrics"`
 	Error   *struct {
@@ -59,7 +63,22 @@ type apSummary struct {
 		Unit string  `json:"unit"`
 	} `json:"benchmark_duration"`
 	StartTime string `json:"start_time"`
+	// Records holds the metrics in the summary of AIPerf before schema_version
+	// (October 2025): benchmark_duration, request_count and error_request_count among
+	// them.
+	Records map[string]json.RawMessage `json:"records"`
+	// The summary's own counts: successful requests, and failed ones (absent when none
+	// failed).
+	RequestCount *struct {
+		Avg float64 `json:"avg"`
+	} `json:"request_count"`
+	ErrorRequestCount *struct {
+		Avg float64 `json:"avg"`
+	} `json:"error_request_count"`
 }
+
+// aiperfTTFT are the names AIPerf has given time to first token in its records.
+var aiperfTTFT = []string{"ttft", "time_to_first_token"}
 
 func parseAIPerf(path string, data []byte, readBeside func(string) ([]byte, error)) ([]*imported, error) {
 	sumData, err := readBeside(AIPerfSummaryName)
@@ -71,10 +90,23 @@ func parseAIPerf(path string, data []byte, readBeside func(string) ([]byte, erro
 	if err := json.Unmarshal(sumData, &sum); err != nil {
 		return nil, jsonError(sumPath, sumData, 0, err)
 	}
+	if sum.SchemaVersion == nil && sum.Records != nil {
+		// Before schema_version: the summary's metrics sit under records.
+		for name, into := range map[string]any{"benchmark_duration": &sum.Duration, "request_count": &sum.RequestCount, "error_request_count": &sum.ErrorRequestCount} {
+			if raw, ok := sum.Records[name]; ok {
+				if err := json.Unmarshal(raw, into); err != nil {
+					return nil, &FormatError{Path: sumPath, Field: "records." + name, Reason: "an object {avg, unit} is expected"}
+				}
+			}
+		}
+		if sum.AIPerfVersion == "" {
+			sum.AIPerfVersion = "before schema_version (records shape)"
+		}
+	}
 	switch {
-	case sum.SchemaVersion == nil:
-		return nil, &FormatError{Path: sumPath, Field: "schema_version", Reason: fmt.Sprintf("missing: an AIPerf summary older than schema %q, which this tool reads", aiperfSchemas)}
-	case !slices.Contains(aiperfSchemas, *sum.SchemaVersion):
+	case sum.SchemaVersion == nil && sum.Records == nil:
+		return nil, &FormatError{Path: sumPath, Field: "schema_version", Reason: fmt.Sprintf("missing, and no records either: not an AIPerf summary this tool knows (schema %q, or the earlier records shape)", aiperfSchemas)}
+	case sum.SchemaVersion != nil && !slices.Contains(aiperfSchemas, *sum.SchemaVersion):
 		return nil, &FormatError{Path: sumPath, Field: "schema_version", Reason: fmt.Sprintf("%q: this tool reads AIPerf summary schema %q; a newer AIPerf changed the export", *sum.SchemaVersion, aiperfSchemas)}
 	case len(sum.InputConfig) == 0 || string(sum.InputConfig) == "null":
 		return nil, &FormatError{Path: sumPath, Field: "input_config", Reason: "missing: the benchmark's configuration is the workload's identity"}
@@ -115,11 +147,23 @@ func parseAIPerf(path string, data []byte, readBeside func(string) ([]byte, erro
 		bad := func(field, format string, args ...any) error {
 			return &FormatError{Path: path, Line: line, Field: field, Reason: fmt.Sprintf(format, args...)}
 		}
+		if md := r.Metadata; md != nil && md.RequestStartNS == nil && md.TimestampNS != nil {
+			// The earlier record shape: sent at timestamp_ns (min_request_timestamp
+			// where the record has it), ended at max_response_timestamp, or at once for
+			// a request that failed before any response.
+			start, end := *md.TimestampNS, *md.TimestampNS
+			if v, ok := nsMetric(r.Metrics, "min_request_timestamp"); ok {
+				start = v
+			}
+			end = max(end, start)
+			if v, ok := nsMetric(r.Metrics, "max_response_timestamp"); ok {
+				end = v
+			}
+			md.RequestStartNS, md.RequestEndNS, md.Phase = &start, &end, md.CreditPhase
+		}
 		switch {
 		case r.Metadata == nil:
 			return nil, bad("metadata", "missing: not an AIPerf profile_export.jsonl record (%s)", AIPerfFormat)
-		case r.Metadata.RequestStartNS == nil && r.Metadata.TimestampNS != nil:
-			return nil, bad("metadata.timestamp_ns", "the earlier AIPerf record shape (timestamp_ns, credit_phase); this tool reads metadata.request_start_ns and request_end_ns (%s)", AIPerfFormat)
 		case r.Metadata.RequestStartNS == nil:
 			return nil, bad("metadata.request_start_ns", "missing")
 		case r.Metadata.RequestEndNS == nil:
@@ -160,22 +204,45 @@ func parseAIPerf(path string, data []byte, readBeside func(string) ([]byte, erro
 	if warm > 0 {
 		im.notes = append(im.notes, fmt.Sprintf("%d records outside the profiling phase (warm-up) are not measured", warm))
 	}
-	cfg := canonical(sum.InputConfig, "url", "urls", "api_key", "cli_command", "output", "artifact_directory", "verbose", "extra_verbose", "ui_type", "log_level")
+	// Where a run wrote its files, and how it logged, are not the benchmark: two runs of
+	// one benchmark into two directories compare.
+	cfg := canonical(sum.InputConfig, "url", "urls", "api_key", "cli_command", "output", "artifact_directory", "artifacts", "verbose", "extra_verbose", "ui_type", "log_level", "runtime")
 	im.identity = map[string]any{"input_config": cfg}
 	var ic struct {
 		Endpoint struct {
 			ModelNames []string `json:"model_names"`
 			Type       string   `json:"type"`
 		} `json:"endpoint"`
+		// From 0.10.0: the models, and the load as phases.
+		Models struct {
+			Items []struct {
+				Name string `json:"name"`
+			} `json:"items"`
+		} `json:"models"`
 		Loadgen map[string]json.RawMessage `json:"loadgen"`
+		Phases  []struct {
+			Name string `json:"name"`
+			Type string `json:"type"`
+		} `json:"phases"`
 	}
 	_ = json.Unmarshal(sum.InputConfig, &ic)
-	if len(ic.Endpoint.ModelNames) > 0 {
+	switch {
+	case len(ic.Endpoint.ModelNames) > 0:
 		im.model = ic.Endpoint.ModelNames[0]
+	case len(ic.Models.Items) > 0:
+		im.model = ic.Models.Items[0].Name
 	}
 	im.api = ic.Endpoint.Type
 	im.mode = "open"
-	if _, ok := ic.Loadgen["request_rate"]; !ok {
+	// Open only where the load says a rate: loadgen.request_rate, or (0.10.0) a
+	// profiling phase of another type than concurrency.
+	closed := ic.Loadgen["request_rate"] == nil
+	for _, ph := range ic.Phases {
+		if ph.Name == "profiling" {
+			closed = ph.Type == "concurrency"
+		}
+	}
+	if closed {
 		im.mode = "closed"
 		im.notes = append(im.notes, "AIPerf ran at a fixed concurrency: latency at that concurrency; it hides queueing")
 	}
@@ -232,9 +299,15 @@ func parseAIPerf(path string, data []byte, readBeside func(string) ([]byte, erro
 		if q.OutputTokens, err = tokens("output_sequence_length", "output_token_count"); err != nil {
 			return nil, err
 		}
-		ttft, ok, err := num("ttft")
-		if err != nil {
-			return nil, err
+		var ttft float64
+		var ok bool
+		for _, name := range aiperfTTFT {
+			if ttft, ok, err = num(name); err != nil {
+				return nil, err
+			}
+			if ok {
+				break
+			}
 		}
 		if !ok {
 			q.Error, q.ErrorDetail = "no_content", "AIPerf recorded no ttft"
@@ -262,7 +335,53 @@ func parseAIPerf(path string, data []byte, readBeside func(string) ([]byte, erro
 		q.Finish = "stop"
 		im.reqs = append(im.reqs, q)
 	}
+	if err := checkAIPerfCounts(sumPath, &sum, im.reqs); err != nil {
+		return nil, err
+	}
 	return []*imported{im}, nil
+}
+
+// checkAIPerfCounts holds the import to the summary's own counts: its request_count (the
+// requests that succeeded) and error_request_count (those that failed), where it states
+// them.
+func checkAIPerfCounts(sumPath string, sum *apSummary, reqs []result.Request) error {
+	ok, failed := 0, 0
+	for _, q := range reqs {
+		if q.Error == "" {
+			ok++
+		} else {
+			failed++
+		}
+	}
+	if c := sum.RequestCount; c != nil && int(math.Round(c.Avg)) != ok {
+		why := ""
+		if ok == 0 {
+			why = fmt.Sprintf(" (every one of the %d records read as failed: their metrics name no time to first token this tool knows, %q)", len(reqs), aiperfTTFT)
+		}
+		return &FormatError{Path: sumPath, Field: "request_count.avg", Reason: fmt.Sprintf("%v successful requests, while %d records of profile_export.jsonl succeeded%s: the files disagree, and nothing is imported", c.Avg, ok, why)}
+	}
+	if c := sum.ErrorRequestCount; c != nil && int(math.Round(c.Avg)) != failed {
+		return &FormatError{Path: sumPath, Field: "error_request_count.avg", Reason: fmt.Sprintf("%v failed requests, while %d records of profile_export.jsonl failed: the files disagree, and nothing is imported", c.Avg, failed)}
+	}
+	return nil
+}
+
+// nsMetric is a record's metric in nanoseconds (a timestamp), ok false when absent or
+// not in ns.
+func nsMetric(ms map[string]apValue, name string) (int64, bool) {
+	v, ok := ms[name]
+	if !ok || v.Unit != "ns" {
+		return 0, false
+	}
+	var n int64
+	if json.Unmarshal(v.Value, &n) == nil {
+		return n, true
+	}
+	var f float64
+	if json.Unmarshal(v.Value, &f) != nil {
+		return 0, false
+	}
+	return int64(f), true
 }
 
 // scaleMS is the factor that turns a value in unit into milliseconds.

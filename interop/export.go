@@ -3,6 +3,7 @@ package interop
 import (
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"regexp"
@@ -80,6 +81,9 @@ func ExportVLLM(rec *result.Record, requestRate float64) ([]byte, error) {
 	out["endpoint_type"], out["backend"], out["label"] = backend, backend, nil
 	out["model_id"], out["tokenizer_id"] = rec.Model, rec.Model
 	out["num_prompts"] = len(rec.Requests)
+	if requestRate == 0 {
+		requestRate = identityRate(rec)
+	}
 	if requestRate > 0 && !math.IsInf(requestRate, 1) {
 		out["request_rate"] = requestRate
 	} else {
@@ -94,15 +98,17 @@ func ExportVLLM(rec *result.Record, requestRate float64) ([]byte, error) {
 	dur := rec.Summary.DurationS
 	n := len(rec.Requests)
 	inputLens, outputLens := make([]int, n), make([]int, n)
-	ttfts, errs := make([]float64, n), make([]string, n)
+	ttfts, errs, starts := make([]float64, n), make([]string, n), make([]float64, n)
 	itls := make([][]float64, n)
 	texts := make([]string, n)
 	var ttftV, tpotV, itlV, e2eV []float64
 	completed, totalIn, totalOut := 0, 0, 0
-	var tokenTimes []float64
+	var tokenTimes []tokenAt
 	var spans [][2]float64
+	spanned := 0
 	for i, q := range rec.Requests {
 		inputLens[i] = q.PromptTokens
+		starts[i] = float64(q.SendUS) / 1e6
 		itls[i] = []float64{}
 		if !q.OK() || !q.HasContent() {
 			e := q.Error
@@ -126,16 +132,33 @@ func ExportVLLM(rec *result.Record, requestRate float64) ([]byte, error) {
 		if q.OutputTokens > 1 {
 			tpotV = append(tpotV, (lat-ttft)/float64(q.OutputTokens-1))
 		}
+		gaps := q.ITLUS
+		if len(gaps) == 0 && q.LastUS > q.FirstUS {
+			// A source without chunk gaps (guidellm keeps the first and last token):
+			// one gap from the first token to the last, so that the latency and TPOT
+			// come back on import; the file says so (slogate_itls), and the import
+			// takes no ITL from it.
+			gaps = []int64{q.LastUS - q.FirstUS}
+			spanned++
+		} else {
+			for _, g := range gaps {
+				itlV = append(itlV, float64(g)/1e6)
+			}
+		}
+		// Each chunk's share of the request's tokens (a chunk may carry several).
+		per := float64(max(q.OutputTokens, 1)) / float64(len(gaps)+1)
 		t := float64(q.FirstUS) / 1e6
-		tokenTimes = append(tokenTimes, t)
-		for _, g := range q.ITLUS {
+		tokenTimes = append(tokenTimes, tokenAt{t, per})
+		for _, g := range gaps {
 			gs := float64(g) / 1e6
 			itls[i] = append(itls[i], gs)
-			itlV = append(itlV, gs)
 			t += gs
-			tokenTimes = append(tokenTimes, t)
+			tokenTimes = append(tokenTimes, tokenAt{t, per})
 		}
 		spans = append(spans, [2]float64{float64(q.SendUS) / 1e6, float64(q.SendUS)/1e6 + lat})
+	}
+	if spanned > 0 {
+		out[exportSpanKey] = fmt.Sprintf("%s: %d requests had no chunk gaps in the record (its source kept none); each has one gap from its first token to its last, so that latencies and TPOT come back; their ITL was not measured", exportSpanValue, spanned)
 	}
 	out["duration"], out["completed"], out["failed"] = dur, completed, n-completed
 	out["total_input_tokens"], out["total_output_tokens"] = totalIn, totalOut
@@ -154,6 +177,10 @@ func ExportVLLM(rec *result.Record, requestRate float64) ([]byte, error) {
 	out["output_throughput"], out["total_token_throughput"] = per(float64(totalOut)), per(float64(totalIn+totalOut))
 	out["input_lens"], out["output_lens"], out["ttfts"], out["itls"] = inputLens, outputLens, ttfts, itls
 	out["generated_texts"], out["errors"] = texts, errs
+	if _, unknown := rec.Source.Lacks("in_flight"); !unknown {
+		// Later vLLM's send times; a record whose source had none gets none.
+		out["start_times"] = starts
+	}
 	out["max_output_tokens_per_s"], out["max_concurrent_requests"] = peaks(tokenTimes, spans)
 	for _, m := range []struct {
 		name string
@@ -167,9 +194,65 @@ func ExportVLLM(rec *result.Record, requestRate float64) ([]byte, error) {
 	return json.Marshal(out)
 }
 
+// exportSpanKey is the --metadata string ExportVLLM writes when requests without chunk
+// gaps carry one gap from first to last token; its value starts with exportSpanValue.
+const (
+	exportSpanKey   = "slogate_itls"
+	exportSpanValue = "first_to_last"
+)
+
+// tokenAt is a chunk's time and the tokens it carried.
+type tokenAt struct{ t, tokens float64 }
+
+// identityRate is the request rate the record's source pinned (an import's identity
+// holds it as request_rate, at its top (vLLM) or under the benchmark's configuration
+// (AIPerf), or as the rate of a constant or Poisson strategy (guidellm)), 0 when none is
+// known.
+func identityRate(rec *result.Record) float64 {
+	if rec.Source == nil || rec.Source.Identity == "" {
+		return 0
+	}
+	var v any
+	if json.Unmarshal([]byte(rec.Source.Identity), &v) != nil {
+		return 0
+	}
+	var find func(any) float64
+	find = func(v any) float64 {
+		switch x := v.(type) {
+		case map[string]any:
+			if r, ok := x["request_rate"].(float64); ok && r > 0 {
+				return r
+			}
+			if s, ok := x["request_rate"].(string); ok {
+				if r, err := strconv.ParseFloat(s, 64); err == nil && r > 0 && !math.IsInf(r, 0) {
+					return r
+				}
+			}
+			if typ, _ := x["type_"].(string); typ == "constant" || typ == "poisson" {
+				if r, ok := x["rate"].(float64); ok && r > 0 {
+					return r
+				}
+			}
+			for _, e := range x {
+				if r := find(e); r > 0 {
+					return r
+				}
+			}
+		case []any:
+			for _, e := range x {
+				if r := find(e); r > 0 {
+					return r
+				}
+			}
+		}
+		return 0
+	}
+	return find(v)
+}
+
 // peaks is serve.py's max_output_tokens_per_s and max_concurrent_requests: tokens and
 // active requests counted in one-second buckets from the earliest send.
-func peaks(tokenTimes []float64, spans [][2]float64) (float64, int) {
+func peaks(tokenTimes []tokenAt, spans [][2]float64) (float64, int) {
 	if len(spans) == 0 {
 		return 0, 0
 	}
@@ -180,8 +263,8 @@ func peaks(tokenTimes []float64, spans [][2]float64) (float64, int) {
 	nb := int(math.Ceil(hi-lo)) + 1
 	tok, conc := make([]float64, nb), make([]int, nb)
 	for _, t := range tokenTimes {
-		if b := int(t - lo); b >= 0 && b < nb {
-			tok[b]++
+		if b := int(t.t - lo); b >= 0 && b < nb {
+			tok[b] += t.tokens
 		}
 	}
 	for _, s := range spans {

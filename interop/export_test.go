@@ -11,6 +11,20 @@ import (
 	"github.com/slogate/slogate/result"
 )
 
+// exportVLLM is ExportVLLM's file, and the same decoded.
+func exportVLLM(t *testing.T, rec *result.Record, rate float64) ([]byte, map[string]any) {
+	t.Helper()
+	data, err := ExportVLLM(rec, rate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatal(err)
+	}
+	return data, out
+}
+
 // TestVLLMRoundTrip: importing slogate's vLLM export of a record gives back the same
 // metrics.
 func TestVLLMRoundTrip(t *testing.T) {
@@ -20,10 +34,7 @@ func TestVLLMRoundTrip(t *testing.T) {
 		{ToolAIPerf, "aiperf/candidate/profile_export.jsonl"}, // send times known, sched = send
 	} {
 		orig := mustImport(t, c.tool, c.rel, opt)
-		data, err := ExportVLLM(orig, 4)
-		if err != nil {
-			t.Fatal(err)
-		}
+		data, out := exportVLLM(t, orig, 4)
 		back, err := Import(ToolVLLM, "export.json", data, nil, opt)
 		if err != nil {
 			t.Fatalf("%s: re-import: %v", c.rel, err)
@@ -40,6 +51,17 @@ func TestVLLMRoundTrip(t *testing.T) {
 		if a.Completed != b.Completed || a.ErrorRate != b.ErrorRate || a.SLOAttainment != b.SLOAttainment || math.Abs(a.GoodputWindowRPS-b.GoodputWindowRPS) > 1e-9 {
 			// vLLM's format keeps the duration-based goodput only (no arrival times).
 			t.Errorf("%s: completed %d/%d error rate %v/%v attainment %v/%v goodput %v/%v", c.rel, a.Completed, b.Completed, a.ErrorRate, b.ErrorRate, a.SLOAttainment, b.SLOAttainment, a.GoodputWindowRPS, b.GoodputWindowRPS)
+		}
+		// Send times travel as later vLLM's start_times where the record has them (an
+		// AIPerf import), and not at all where its source had none (a vLLM import
+		// without them): the re-import knows in-flight counts exactly when the original did.
+		_, origLacks := orig.Source.Lacks("in_flight")
+		_, backLacks := back[0].Source.Lacks("in_flight")
+		if _, has := out["start_times"]; has == origLacks || backLacks != origLacks {
+			t.Errorf("%s: start_times written %v; in_flight unknown in the original %v, in the re-import %v", c.rel, has, origLacks, backLacks)
+		}
+		if !origLacks && (a.InFlight.Max != b.InFlight.Max || math.Abs(a.InFlight.Mean-b.InFlight.Mean) > 0.01*a.InFlight.Mean || a.InFlight.Mean <= 0) {
+			t.Errorf("%s: in flight %+v, back %+v", c.rel, a.InFlight, b.InFlight)
 		}
 		if len(a.Errors) != len(b.Errors) {
 			t.Errorf("%s: errors %v, back %v", c.rel, a.Errors, b.Errors)
@@ -67,14 +89,7 @@ func TestVLLMExportDefinitions(t *testing.T) {
 		},
 	}
 	rec.Summary = result.Summarize(rec.Requests, result.SummaryInput{Window: rec.Window})
-	data, err := ExportVLLM(rec, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out map[string]any
-	if err := json.Unmarshal(data, &out); err != nil {
-		t.Fatal(err)
-	}
+	_, out := exportVLLM(t, rec, 0)
 	near := func(k string, want float64) {
 		t.Helper()
 		got, _ := out[k].(float64)
@@ -132,5 +147,54 @@ func TestCSV(t *testing.T) {
 	}
 	if len(gaps) != n+1 || gaps[1][0] != "0" || gaps[1][1] != "0" || gaps[1][2] != strconv.FormatInt(rec.Requests[0].ITLUS[0], 10) {
 		t.Errorf("%d gap rows, want %d; first %v", len(gaps)-1, n, gaps[1])
+	}
+}
+
+// TestVLLMRoundTripWithoutGaps: a record whose source kept no chunk gaps (a guidellm
+// import) exports with one gap per request from its first token to its last, and comes
+// back with the same TTFT, TPOT and E2E (not E2E equal to TTFT and TPOT 0), its ITL
+// unavailable; the export writes the rate the benchmark was run at (4 req/s, not
+// "inf") and counts tokens, not chunks, in max_output_tokens_per_s.
+func TestVLLMRoundTripWithoutGaps(t *testing.T) {
+	opt := testOptions(t, "guidellm.yaml", "guidellm-chat")
+	opt.Benchmark = 1 // constant@4 req/s
+	orig := mustImport(t, ToolGuideLLM, "guidellm/baseline.json", opt)
+	if _, lacks := orig.Source.Lacks("itl"); !lacks {
+		t.Fatal("a guidellm import has chunk gaps")
+	}
+	data, out := exportVLLM(t, orig, 0)
+	if out["request_rate"] != 4.0 {
+		t.Errorf("request_rate %v, want 4 (the benchmark's)", out["request_rate"])
+	}
+	// Every chunk carries its share of the request's tokens (about 30 here, in 2
+	// chunks): at 4 req/s the busiest second holds far more than the 2 chunks of each
+	// request that could touch it, and no more than all the tokens.
+	var tokens float64
+	for _, q := range orig.Requests {
+		tokens += float64(q.OutputTokens)
+	}
+	if peak, _ := out["max_output_tokens_per_s"].(float64); !(peak > 40) || peak > tokens {
+		t.Errorf("max_output_tokens_per_s %v: want tokens, not chunks (more than 40, at most %v)", out["max_output_tokens_per_s"], tokens)
+	}
+	back, err := Import(ToolVLLM, "export.json", data, nil, testOptions(t, "slogate.yaml", "vllm-chat"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := back[0]
+	if _, lacks := b.Source.Lacks("itl"); !lacks || b.Summary.ITLms.Count > 0 {
+		t.Errorf("the re-import has ITL %+v; want it unavailable", b.Summary.ITLms)
+	}
+	for i, q := range orig.Requests {
+		r := b.Requests[i]
+		if q.Error != "" {
+			continue
+		}
+		d := func(x, y int64) int64 { return max(x-y, y-x) }
+		if d(r.FirstUS-r.SendUS, q.FirstUS-q.SendUS) > 1 || d(r.LastUS-r.SendUS, q.LastUS-q.SendUS) > 2 || r.OutputTokens != q.OutputTokens {
+			t.Fatalf("request %d: ttft %d µs, last %d µs, %d tokens; back %d, %d, %d", i, q.FirstUS-q.SendUS, q.LastUS-q.SendUS, q.OutputTokens, r.FirstUS-r.SendUS, r.LastUS-r.SendUS, r.OutputTokens)
+		}
+	}
+	if x, y := orig.Summary.TPOTms.P50, b.Summary.TPOTms.P50; !(y > 0) || math.Abs(x-y) > 0.01*x {
+		t.Errorf("TPOT p50 %.3f ms, back %.3f ms", x, y)
 	}
 }

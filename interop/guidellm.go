@@ -1,6 +1,7 @@
 package interop
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -15,9 +16,16 @@ import (
 // src/guidellm/benchmark/output.py and benchmark.py define it at commit
 // f3b9500670ad9be9da67bb19ac428ecb1a4de1c1 of neuralmagic/guidellm (benchmarks[] of
 // type_ generative_benchmark, each with args, worker, request_loader and
-// requests.{successful, incomplete, errored}). The later shape (a top-level args, and
-// config and scheduler_state in each benchmark) is refused.
+// requests.{successful, incomplete, errored}). The later shape is GuideLLMLaterFormat.
 const GuideLLMFormat = "guidellm benchmarks.json, benchmark.py@f3b950067"
+
+// GuideLLMLaterFormat is the report shape of guidellm 0.5 to 0.8 (metadata.version 1
+// and 2, metadata.guidellm_version): each benchmark's config (strategy, backend with
+// its model, requests), scheduler_metrics (the measured window), metrics.request_totals
+// and requests.{successful,errored,incomplete}, each request's info.timings
+// (targeted_start, request_start, first_token_iteration, last_token_iteration,
+// request_end), prompt_tokens and output_tokens.
+const GuideLLMLaterFormat = "guidellm 0.5-0.8 report (metadata.version 1-2)"
 
 type glReport struct {
 	Benchmarks []json.RawMessage `json:"benchmarks"`
@@ -41,6 +49,8 @@ type glBenchmark struct {
 		Incomplete []glRequest `json:"incomplete"`
 		Errored    []glRequest `json:"errored"`
 	} `json:"requests"`
+	// laterConfig is a later-shape benchmark's config (glFromLater); nil otherwise.
+	laterConfig json.RawMessage
 }
 
 type glArgs struct {
@@ -85,13 +95,11 @@ func parseGuideLLM(path string, data []byte, pick int) ([]*imported, error) {
 	if err := json.Unmarshal(data, &top); err != nil {
 		return nil, jsonError(path, data, 0, err)
 	}
-	if _, ok := top["args"]; ok {
-		return nil, bad("args", "a top-level args is the later guidellm report shape, which this tool does not read yet; it reads %s", GuideLLMFormat)
-	}
 	var rep glReport
 	if err := json.Unmarshal(data, &rep); err != nil {
 		return nil, jsonError(path, data, 0, err)
 	}
+	later, version := glLaterShape(top)
 	if rep.Benchmarks == nil {
 		return nil, bad("benchmarks", "missing: not a guidellm benchmarks report (%s)", GuideLLMFormat)
 	}
@@ -106,12 +114,20 @@ func parseGuideLLM(path string, data []byte, pick int) ([]*imported, error) {
 		if err := json.Unmarshal(raw, &keys); err != nil {
 			return nil, bad(field, "not an object")
 		}
-		for _, later := range []string{"config", "scheduler_state", "scheduler_metrics"} {
-			if _, ok := keys[later]; ok {
-				return nil, bad(field+"."+later, "is the later guidellm benchmark shape, which this tool does not read yet; it reads %s", GuideLLMFormat)
+		if !later {
+			for _, k := range []string{"config", "scheduler_state", "scheduler_metrics"} {
+				if _, ok := keys[k]; ok {
+					return nil, bad(field+"."+k, "is the later guidellm benchmark shape, but the report has no metadata.guidellm_version to say which; it reads %s and the reports of guidellm 0.5 to 0.8 (%s)", GuideLLMFormat, GuideLLMLaterFormat)
+				}
 			}
 		}
-		if err := json.Unmarshal(raw, &bs[i]); err != nil {
+		var err error
+		if later {
+			err = glFromLater(raw, &bs[i])
+		} else {
+			err = json.Unmarshal(raw, &bs[i])
+		}
+		if err != nil {
 			fe := jsonError(path, data, 0, err)
 			fe.Field = field + "." + fe.Field
 			return nil, fe
@@ -137,6 +153,11 @@ func parseGuideLLM(path string, data []byte, pick int) ([]*imported, error) {
 		im, err := glOne(path, data, i, &bs[i])
 		if err != nil {
 			return nil, err
+		}
+		if later {
+			im.src.Format, im.src.ToolVersion = GuideLLMLaterFormat, version
+			// The benchmark's configuration less what differs between runs of it.
+			im.identity = map[string]any{"config": canonical(bs[i].laterConfig, "run_id", "id_", "run_index", "environment", "target", "url", "validate_backend", "openai_paths"), "api": im.api}
 		}
 		if len(bs) > 1 {
 			im.src.Benchmark = fmt.Sprintf("benchmark %s of %d", names[i], len(bs))
@@ -172,6 +193,22 @@ func glOne(path string, data []byte, bi int, b *glBenchmark) (*imported, error) 
 	}
 	if len(b.RequestSamples) > 0 && string(b.RequestSamples) != "null" {
 		return nil, bad("request_samples", "the report keeps a sample of the requests (--output-sampling): rates over the window cannot be computed from a sample; rerun without sampling")
+	}
+	if t := b.RequestTotals; t != nil {
+		// The report's own totals: the requests listed must be all of them, or the rates
+		// over the window come out as low as the list is short.
+		for _, c := range []struct {
+			name        string
+			total, list int
+		}{{"successful", t.Successful, len(b.Requests.Successful)}, {"errored", t.Errored, len(b.Requests.Errored)}, {"incomplete", t.Incomplete, len(b.Requests.Incomplete)}} {
+			if c.total != c.list {
+				effect := "no goodput could be measured"
+				if c.list > 0 {
+					effect = fmt.Sprintf("goodput over the window would come out %d× low", c.total/c.list)
+				}
+				return nil, bad("requests."+c.name, "lists %d request(s) while the report's request_totals.%s says %d: the report keeps only some of its requests (stripped or sampled), and %s; save the report with every request", c.list, c.name, c.total, effect)
+			}
+		}
 	}
 	var worker glWorker
 	if err := json.Unmarshal(b.Worker, &worker); err != nil || worker.BackendModel == "" {
@@ -307,4 +344,111 @@ func glOne(path string, data []byte, bi int, b *glBenchmark) (*imported, error) 
 	}
 	im.identity["api"] = im.api
 	return im, nil
+}
+
+// glLaterShape says whether a report is the later shape (guidellm 0.5 and after), by its
+// metadata.guidellm_version, and which version wrote it.
+func glLaterShape(top map[string]json.RawMessage) (bool, string) {
+	var md struct {
+		Version         *int   `json:"version"`
+		GuideLLMVersion string `json:"guidellm_version"`
+	}
+	if raw, ok := top["metadata"]; !ok || json.Unmarshal(raw, &md) != nil || md.GuideLLMVersion == "" || md.Version == nil {
+		return false, ""
+	}
+	return *md.Version >= 1 && *md.Version <= 2, md.GuideLLMVersion
+}
+
+// glLaterRequest is a request of the later report shape.
+type glLaterRequest struct {
+	RequestArgs  string `json:"request_args"`
+	PromptTokens *int   `json:"prompt_tokens"`
+	OutputTokens *int   `json:"output_tokens"`
+	Info         struct {
+		Error   *string `json:"error"`
+		Timings struct {
+			TargetedStart *float64 `json:"targeted_start"`
+			RequestStart  *float64 `json:"request_start"`
+			FirstToken    *float64 `json:"first_token_iteration"`
+			LastToken     *float64 `json:"last_token_iteration"`
+			RequestEnd    *float64 `json:"request_end"`
+		} `json:"timings"`
+	} `json:"info"`
+}
+
+// glFromLater reads a benchmark of the later shape into the earlier one's fields, each
+// by its meaning: the strategy, backend model and request loader from its config, the
+// window from scheduler_metrics, each request's times from its info.timings.
+func glFromLater(raw json.RawMessage, b *glBenchmark) error {
+	var l struct {
+		Type   string          `json:"type_"`
+		Config json.RawMessage `json:"config"`
+		Window struct {
+			Start float64 `json:"measure_start_time"`
+			End   float64 `json:"measure_end_time"`
+		} `json:"scheduler_metrics"`
+		StartTime float64 `json:"start_time"`
+		EndTime   float64 `json:"end_time"`
+		Metrics   struct {
+			Totals *struct {
+				Successful, Incomplete, Errored int
+			} `json:"request_totals"`
+		} `json:"metrics"`
+		Requests *struct {
+			Successful []glLaterRequest `json:"successful"`
+			Incomplete []glLaterRequest `json:"incomplete"`
+			Errored    []glLaterRequest `json:"errored"`
+		} `json:"requests"`
+	}
+	var cfg struct {
+		Strategy json.RawMessage `json:"strategy"`
+		Requests json.RawMessage `json:"requests"`
+		Backend  struct {
+			Type  string `json:"type_"`
+			Model string `json:"model"`
+		} `json:"backend"`
+	}
+	if err := json.Unmarshal(raw, &l); err != nil {
+		return err
+	}
+	if len(l.Config) > 0 {
+		if err := json.Unmarshal(l.Config, &cfg); err != nil {
+			return err
+		}
+	}
+	b.laterConfig = l.Config
+	b.Type, b.Args.Strategy, b.RequestLoader = l.Type, cfg.Strategy, cfg.Requests
+	b.StartTime, b.EndTime = cmp.Or(l.Window.Start, l.StartTime), cmp.Or(l.Window.End, l.EndTime)
+	w, _ := json.Marshal(glWorker{BackendType: cmp.Or(cfg.Backend.Type, "openai_http"), BackendModel: cfg.Backend.Model})
+	b.Worker = w
+	b.RequestTotals = l.Metrics.Totals
+	if l.Requests == nil {
+		return nil
+	}
+	conv := func(rs []glLaterRequest) []glRequest {
+		out := make([]glRequest, len(rs))
+		for i, r := range rs {
+			t := r.Info.Timings
+			q := glRequest{PromptTokens: r.PromptTokens, OutputTokens: r.OutputTokens, StartTime: t.RequestStart, EndTime: t.RequestEnd, FirstToken: t.FirstToken, LastToken: t.LastToken}
+			q.SchedulerInfo.TargetedStart = t.TargetedStart
+			if r.Info.Error != nil {
+				q.Error = *r.Info.Error
+			}
+			// The request's body says which API it called.
+			switch {
+			case strings.Contains(r.RequestArgs, `"messages"`):
+				q.RequestType = "chat_completions"
+			case strings.Contains(r.RequestArgs, `"prompt"`):
+				q.RequestType = "text_completions"
+			}
+			out[i] = q
+		}
+		return out
+	}
+	b.Requests = &struct {
+		Successful []glRequest `json:"successful"`
+		Incomplete []glRequest `json:"incomplete"`
+		Errored    []glRequest `json:"errored"`
+	}{conv(l.Requests.Successful), conv(l.Requests.Incomplete), conv(l.Requests.Errored)}
+	return nil
 }

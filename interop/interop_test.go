@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -55,6 +57,63 @@ func mustImport(t *testing.T, tool, rel string, opt Options) *result.Record {
 		t.Fatalf("%s: %d records, want 1", rel, len(recs))
 	}
 	return recs[0]
+}
+
+// fixtureJSON reads the fixture rel and decodes it into v; it returns the file's bytes.
+func fixtureJSON(t *testing.T, rel string, v any) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(fixtures, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// sent are the means over a record's successful requests of TTFT and E2E from the send
+// (ms), and the count and sum (ms) of their gaps between chunks: what the peers' own
+// summaries state.
+type sent struct {
+	ttft, e2e, gapSum float64
+	gaps              int
+}
+
+// wantFormatError checks that err is a *FormatError whose message says each of wants,
+// and returns it (nil when it is not one).
+func wantFormatError(t *testing.T, err error, wants ...string) *FormatError {
+	t.Helper()
+	var fe *FormatError
+	if !errors.As(err, &fe) {
+		t.Errorf("error %v, want a *FormatError", err)
+		return nil
+	}
+	for _, want := range wants {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q does not say %q", err, want)
+		}
+	}
+	return fe
+}
+
+func sentOf(rec *result.Record) sent {
+	var s sent
+	n := 0
+	for _, q := range rec.Requests {
+		if q.Error != "" {
+			continue
+		}
+		n++
+		s.ttft += float64(q.FirstUS-q.SendUS) / 1e3
+		s.e2e += float64(q.EndUS-q.SendUS) / 1e3
+		for _, g := range q.ITLUS {
+			s.gapSum += float64(g) / 1e3
+			s.gaps++
+		}
+	}
+	s.ttft, s.e2e = s.ttft/float64(n), s.e2e/float64(n)
+	return s
 }
 
 func TestImportVLLM(t *testing.T) {
@@ -213,13 +272,11 @@ func TestRefused(t *testing.T) {
 		// Another tool's file.
 		{ToolVLLM, "guidellm/baseline.json", "slogate.yaml", "vllm-chat", []string{"date: missing"}},
 		// The later guidellm report shape.
-		{ToolGuideLLM, "guidellm/unsupported.json", "guidellm.yaml", "guidellm-chat", []string{"unsupported.json: args:", "later guidellm report shape"}},
+		{ToolGuideLLM, "guidellm/unsupported.json", "guidellm.yaml", "guidellm-chat", []string{"unsupported.json: benchmarks[0].config:", "later guidellm benchmark shape", "no metadata.guidellm_version"}},
 		// Several benchmarks and none chosen: list them.
 		{ToolGuideLLM, "guidellm/baseline.json", "guidellm.yaml", "guidellm-chat", []string{"2 benchmarks", "0: constant@2 req/s", "1: constant@4 req/s", "--benchmark"}},
 		// A newer AIPerf summary schema.
 		{ToolAIPerf, "aiperf/unsupported/profile_export.jsonl", "slogate.yaml", "aiperf-chat", []string{"unsupported/profile_export_aiperf.json: schema_version: \"2.0\""}},
-		// The earlier AIPerf record shape.
-		{ToolAIPerf, "aiperf/old-records/profile_export.jsonl", "slogate.yaml", "aiperf-chat", []string{"profile_export.jsonl:1: metadata.timestamp_ns", "earlier AIPerf record shape"}},
 		// No summary beside the records.
 		{ToolAIPerf, "vllm/baseline.json", "slogate.yaml", "aiperf-chat", []string{"profile_export_aiperf.json beside it cannot be read"}},
 	} {
@@ -336,4 +393,300 @@ func TestPythonNonFinite(t *testing.T) {
 	if _, err := result.Marshal(r); err != nil {
 		t.Errorf("record does not encode: %v", err)
 	}
+}
+
+// TestImportAIPerf0100: the real AIPerf 0.10.0 export (time_to_first_token, the model
+// under models.items, the load as phases) imports as AIPerf's own summary states it: 10
+// successful requests, their mean TTFT and E2E, the 2,780 gaps between chunks and their
+// sum, the model; a second run of the benchmark into another directory keeps the hash.
+func TestImportAIPerf0100(t *testing.T) {
+	opt := testOptions(t, "peers.yaml", "aiperf-chatbot")
+	rec := mustImport(t, ToolAIPerf, "peers/aiperf_0.10.0_chatbot/profile_export.jsonl", opt)
+	var sum struct {
+		TTFTRaw     struct{ Avg float64 }        `json:"time_to_first_token"`
+		E2ERaw      struct{ Avg float64 }        `json:"request_latency"`
+		InterChunk  struct{ Count, Sum float64 } `json:"inter_chunk_latency"`
+		RequestsRaw struct{ Avg float64 }        `json:"request_count"`
+	}
+	data := fixtureJSON(t, "peers/aiperf_0.10.0_chatbot/profile_export_aiperf.json", &sum)
+	if rec.Summary.Requests != int(sum.RequestsRaw.Avg) || rec.Summary.Completed != int(sum.RequestsRaw.Avg) || len(rec.Summary.Errors) != 0 {
+		t.Fatalf("requests %d, completed %d, errors %v; the summary says %v succeeded", rec.Summary.Requests, rec.Summary.Completed, rec.Summary.Errors, sum.RequestsRaw.Avg)
+	}
+	got := sentOf(rec)
+	near := func(what string, got, want, tol float64) {
+		t.Helper()
+		if math.Abs(got-want) > tol {
+			t.Errorf("%s: %.3f, the summary says %.3f", what, got, want)
+		}
+	}
+	near("mean TTFT (ms)", got.ttft, sum.TTFTRaw.Avg, 0.01)
+	near("mean E2E (ms)", got.e2e, sum.E2ERaw.Avg, 0.01)
+	near("gaps between chunks", float64(got.gaps), sum.InterChunk.Count, 0)
+	near("sum of the gaps (ms)", got.gapSum, sum.InterChunk.Sum, 1)
+	if rec.Model != "Llama-3.1-8B-Instruct-optimumxt" || rec.Source.ToolVersion != "0.10.0" || rec.Mode != "closed" {
+		t.Errorf("model %q, AIPerf %q, mode %q", rec.Model, rec.Source.ToolVersion, rec.Mode)
+	}
+	// The same benchmark written into another artifact directory: the same workload.
+	dir := t.TempDir()
+	sumPath := filepath.Join(fixtures, "peers/aiperf_0.10.0_chatbot/profile_export_aiperf.json")
+	moved := bytes.ReplaceAll(data, []byte("/work/results/nvfp4/spark_repro_llama31"), []byte("/home/ci/run-2"))
+	if bytes.Equal(moved, data) {
+		t.Fatal("the summary names no artifact directory to move")
+	}
+	jsonl, err := os.ReadFile(filepath.Join(filepath.Dir(sumPath), "profile_export.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := Import(ToolAIPerf, filepath.Join(dir, "profile_export.jsonl"), jsonl, func(string) ([]byte, error) { return moved, nil }, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if recs[0].WorkloadHash != rec.WorkloadHash {
+		t.Errorf("another artifact directory changed the workload's hash: %s, %s", recs[0].WorkloadHash, rec.WorkloadHash)
+	}
+}
+
+// TestAIPerfCountsMustAgree: records that disagree with the summary's own counts are
+// refused, naming both numbers: here the summary of the real 0.10.0 run beside records
+// whose time to first token is spelt in no way AIPerf has used.
+func TestAIPerfCountsMustAgree(t *testing.T) {
+	opt := testOptions(t, "peers.yaml", "aiperf-chatbot")
+	dir := filepath.Join(fixtures, "peers/aiperf_0.10.0_chatbot")
+	jsonl, err := os.ReadFile(filepath.Join(dir, "profile_export.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := os.ReadFile(filepath.Join(dir, AIPerfSummaryName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	renamed := bytes.ReplaceAll(jsonl, []byte(`"time_to_first_token"`), []byte(`"first_token_time"`))
+	_, err = Import(ToolAIPerf, filepath.Join(dir, "profile_export.jsonl"), renamed, func(string) ([]byte, error) { return sum, nil }, opt)
+	wantFormatError(t, err, "request_count.avg", "10 successful requests, while 0 records", "every one of the 10 records read as failed")
+}
+
+// TestImportAIPerfBeforeSchema: the real AIPerf example artifacts of October 2025
+// (before schema_version: the summary's metrics under records, each request sent at
+// metadata.timestamp_ns and ended at max_response_timestamp) import as the summary
+// states them: 89 succeeded and 11 cancelled, their mean TTFT and E2E, the gaps between
+// chunks, the model.
+func TestImportAIPerfBeforeSchema(t *testing.T) {
+	opt := testOptions(t, "peers.yaml", "aiperf-2025-10")
+	rec := mustImport(t, ToolAIPerf, "peers/aiperf_2025-10_run1/profile_export.jsonl", opt)
+	var sum struct {
+		Records struct {
+			TTFT       struct{ Avg float64 }        `json:"ttft"`
+			E2E        struct{ Avg float64 }        `json:"request_latency"`
+			InterChunk struct{ Avg, Count float64 } `json:"inter_chunk_latency"`
+			OK         struct{ Avg float64 }        `json:"request_count"`
+			Failed     struct{ Avg float64 }        `json:"error_request_count"`
+		} `json:"records"`
+	}
+	fixtureJSON(t, "peers/aiperf_2025-10_run1/profile_export_aiperf.json", &sum)
+	s := sum.Records
+	failed := 0
+	for _, n := range rec.Summary.Errors {
+		failed += n
+	}
+	if rec.Summary.Requests != 100 || rec.Summary.Completed != int(s.OK.Avg) || failed != int(s.Failed.Avg) {
+		t.Fatalf("requests %d, completed %d, errors %v; the summary says %v succeeded and %v failed", rec.Summary.Requests, rec.Summary.Completed, rec.Summary.Errors, s.OK.Avg, s.Failed.Avg)
+	}
+	got := sentOf(rec)
+	if math.Abs(got.ttft-s.TTFT.Avg) > 0.01 || math.Abs(got.e2e-s.E2E.Avg) > 0.01 {
+		t.Errorf("mean TTFT %.3f ms, E2E %.3f ms; the summary says %.3f and %.3f", got.ttft, got.e2e, s.TTFT.Avg, s.E2E.Avg)
+	}
+	if float64(got.gaps) != s.InterChunk.Count || math.Abs(got.gapSum/float64(got.gaps)-s.InterChunk.Avg) > 0.001 {
+		t.Errorf("%d gaps of mean %.4f ms; the summary says %v of %.4f", got.gaps, got.gapSum/float64(got.gaps), s.InterChunk.Count, s.InterChunk.Avg)
+	}
+	if rec.Model != "openai/gpt-oss-20b" || rec.Mode != "closed" {
+		t.Errorf("model %q, mode %q", rec.Model, rec.Mode)
+	}
+}
+
+// TestVLLMRealFilesWithoutDetail: the real vLLM result files (0.25.1's vllm bench serve
+// and a vllm bench sweep run, and nine benchmark_serving.py results of May 2025 appended
+// in one file) carry aggregates only: each is refused for the per-request arrays it
+// lacks, naming the flag that writes them, not for its later keys (rtfx, run_number,
+// max_num_seqs).
+func TestVLLMRealFilesWithoutDetail(t *testing.T) {
+	for _, rel := range []string{"peers/vllm_er0080_bench_serve_v0.25.1.json", "peers/vllm_er0080_sweep_run0.json", "peers/vllm_nerdalert_results.json"} {
+		_, err := importFile(t, ToolVLLM, rel, testOptions(t, "slogate.yaml", "vllm-chat"))
+		if wantFormatError(t, err, filepath.Base(rel)+":1: ttfts: missing", "--save-detailed") == nil {
+			continue
+		}
+		if strings.Contains(err.Error(), "newer vLLM") {
+			t.Errorf("%s: %q blames a later key for what the file lacks", rel, err)
+		}
+	}
+}
+
+// TestGuideLLMCountsMustAgree: the real mid-2025 guidellm report lists 1 of the 46
+// successful requests its request_totals states (a stripped report): refused, naming
+// both numbers, where it imported as 1 request and a goodput 46 times low.
+func TestGuideLLMCountsMustAgree(t *testing.T) {
+	_, err := importFile(t, ToolGuideLLM, "peers/gl_stripped_9f9ddc9e.json", testOptions(t, "guidellm.yaml", "guidellm-chat"))
+	wantFormatError(t, err, "benchmarks[0].requests.successful", "lists 1 request(s)", "request_totals.successful says 46", "46× low")
+}
+
+// TestImportGuideLLMLater: the real guidellm 0.5.0.dev0 report (the later shape: config,
+// scheduler_metrics, info.timings) imports as its own metrics state it: 4 successful
+// requests, their mean TTFT and request latency, the model; the real 0.8.0.dev18 report
+// lists none of the 2 requests its totals count, and is refused naming both.
+func TestImportGuideLLMLater(t *testing.T) {
+	opt := testOptions(t, "guidellm.yaml", "guidellm-chat")
+	rec := mustImport(t, ToolGuideLLM, "peers/gl_korat_sanity.json", opt)
+	var rep struct {
+		Benchmarks []struct {
+			Metrics struct {
+				TTFT    struct{ Successful struct{ Mean float64 } } `json:"time_to_first_token_ms"`
+				Latency struct{ Successful struct{ Mean float64 } } `json:"request_latency"`
+				Totals  struct{ Successful int }                    `json:"request_totals"`
+			} `json:"metrics"`
+		} `json:"benchmarks"`
+	}
+	fixtureJSON(t, "peers/gl_korat_sanity.json", &rep)
+	m := rep.Benchmarks[0].Metrics
+	if rec.Summary.Requests != m.Totals.Successful || rec.Summary.Completed != m.Totals.Successful {
+		t.Fatalf("requests %d, completed %d; the report's totals say %d successful", rec.Summary.Requests, rec.Summary.Completed, m.Totals.Successful)
+	}
+	got := sentOf(rec)
+	if math.Abs(got.ttft-m.TTFT.Successful.Mean) > 0.01 || math.Abs(got.e2e/1e3-m.Latency.Successful.Mean) > 1e-5 {
+		t.Errorf("mean TTFT %.4f ms, latency %.6f s; the report says %.4f and %.6f", got.ttft, got.e2e/1e3, m.TTFT.Successful.Mean, m.Latency.Successful.Mean)
+	}
+	if rec.Model != "Qwen/Qwen3-4B-Thinking-2507" || rec.Source.ToolVersion != "0.5.0.dev0" || rec.Mode != "closed" || rec.API != "completions" {
+		t.Errorf("model %q, guidellm %q, mode %q, api %q", rec.Model, rec.Source.ToolVersion, rec.Mode, rec.API)
+	}
+	opt.Benchmark = 0
+	_, err := importFile(t, ToolGuideLLM, "peers/gl_llmd_report_v2_0.8.0.dev18.json", opt)
+	var fe *FormatError
+	if !errors.As(err, &fe) || !strings.Contains(err.Error(), "lists 0 request(s) while the report's request_totals.successful says 2") {
+		t.Errorf("0.8.0.dev18: %v, want a refusal naming 0 listed and 2 counted", err)
+	}
+}
+
+// TestVLLMIgnoresUnknownAggregates: an unknown key holding a single value (an aggregate
+// a later vLLM added) is read past with a note naming it; an unknown list is still
+// refused (TestRefused).
+func TestVLLMIgnoresUnknownAggregates(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(fixtures, "vllm/candidate.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	added := bytes.Replace(data, []byte(`{`), []byte(`{"goodput_at_slo_2x": 3.5, "speculative": true, "rtf_audio": null, `), 1)
+	recs, err := Import(ToolVLLM, "later.json", added, nil, testOptions(t, "slogate.yaml", "vllm-chat"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "were not read: goodput_at_slo_2x, rtf_audio, speculative"
+	if !slices.ContainsFunc(recs[0].Notes, func(n string) bool { return strings.Contains(n, want) }) {
+		t.Errorf("notes %q do not say %q", recs[0].Notes, want)
+	}
+}
+
+// TestAIPerfBeforeSchemaNeedsItsWindow: a summary of the earlier records shape without
+// benchmark_duration is refused naming it (it crashed the importer).
+func TestAIPerfBeforeSchemaNeedsItsWindow(t *testing.T) {
+	var sum map[string]any
+	fixtureJSON(t, "peers/aiperf_2025-10_run1/profile_export_aiperf.json", &sum)
+	delete(sum["records"].(map[string]any), "benchmark_duration")
+	cut, err := json.Marshal(sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsonl, err := os.ReadFile(filepath.Join(fixtures, "peers/aiperf_2025-10_run1/profile_export.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Import(ToolAIPerf, "profile_export.jsonl", jsonl, func(string) ([]byte, error) { return cut, nil }, testOptions(t, "peers.yaml", "aiperf-2025-10"))
+	var fe *FormatError
+	if !errors.As(err, &fe) || fe.Field != "benchmark_duration.avg" {
+		t.Errorf("error %v, want a *FormatError on benchmark_duration.avg", err)
+	}
+}
+
+// TestVLLMCountsMustAgree: serve.py's completed and failed counts must agree with its
+// per-request arrays, or nothing is imported and both numbers are named.
+func TestVLLMCountsMustAgree(t *testing.T) {
+	var doc map[string]any
+	data := fixtureJSON(t, "vllm/candidate.json", &doc) // 120 requests, 117 completed, 3 failed
+	opt := testOptions(t, "slogate.yaml", "vllm-chat")
+	for _, c := range []struct {
+		name string
+		edit map[string]any
+		want []string
+	}{
+		{"completed above the successes", map[string]any{"completed": 120, "failed": 0}, []string{"completed: 120", "117 requests without an error"}},
+		{"completed below them", map[string]any{"completed": 100, "failed": 20}, []string{"completed: 100", "117 of them with a first token"}},
+		{"counts that do not add up", map[string]any{"failed": 5}, []string{"failed: 5", "completed 117", "hold 120 requests"}},
+	} {
+		edited := map[string]any{}
+		maps.Copy(edited, doc)
+		maps.Copy(edited, c.edit)
+		b, err := json.Marshal(edited)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Import(ToolVLLM, "counts.json", b, nil, opt)
+		wantFormatError(t, err, c.want...)
+	}
+	// The file as written agrees with itself.
+	if _, err := Import(ToolVLLM, "candidate.json", data, nil, opt); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestVLLMStartTimes: later vLLM saves each request's send time (start_times, seconds of
+// time.perf_counter()): the import sends each request then, counted from the first, so
+// that in-flight counts are known; every latency stays what vLLM measured from the send.
+func TestVLLMStartTimes(t *testing.T) {
+	var doc map[string]any
+	data := fixtureJSON(t, "vllm/candidate.json", &doc)
+	opt := testOptions(t, "slogate.yaml", "vllm-chat")
+	without, err := Import(ToolVLLM, "candidate.json", data, nil, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(doc["ttfts"].([]any))
+	starts := make([]float64, n)
+	for i := range starts {
+		starts[i] = 81234.5 + 0.25*float64(i) // perf_counter has no epoch
+	}
+	doc["start_times"] = starts
+	b, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := Import(ToolVLLM, "later.json", b, nil, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, old := recs[0], without[0]
+	for i, q := range rec.Requests {
+		if want := int64(250_000 * i); q.SendUS != want || q.SchedUS != want {
+			t.Fatalf("request %d: sched %d send %d µs, want %d", i, q.SchedUS, q.SendUS, want)
+		}
+		if o := old.Requests[i]; q.OK() && (q.FirstUS-q.SendUS != o.FirstUS || q.LastUS-q.SendUS != o.LastUS) {
+			t.Fatalf("request %d: first %d last %d after the send, without start_times %d and %d", i, q.FirstUS-q.SendUS, q.LastUS-q.SendUS, o.FirstUS, o.LastUS)
+		}
+	}
+	if rec.Summary.TTFTSendms != old.Summary.TTFTSendms || rec.Summary.E2Ems != old.Summary.E2Ems {
+		t.Errorf("TTFT %+v E2E %+v; without start_times %+v %+v", rec.Summary.TTFTSendms, rec.Summary.E2Ems, old.Summary.TTFTSendms, old.Summary.E2Ems)
+	}
+	if _, lacks := rec.Source.Lacks("in_flight"); lacks || rec.Summary.InFlight.Max < 1 {
+		t.Errorf("in flight %+v (unknown: %v): the send times give it", rec.Summary.InFlight, lacks)
+	}
+	if _, lacks := old.Source.Lacks("in_flight"); !lacks {
+		t.Error("without start_times the in-flight counts are not known, and the record must say so")
+	}
+	// A NaN Python wrote bare is no send time.
+	nan := bytes.Replace(b, []byte(`"start_times":[81234.5,`), []byte(`"start_times":[NaN,`), 1)
+	if bytes.Equal(nan, b) {
+		t.Fatal("no first start time to replace")
+	}
+	_, err = Import(ToolVLLM, "nan.json", nan, nil, opt)
+	wantFormatError(t, err, "start_times", "entry 0 is null (NaN in the file)")
+	doc["start_times"] = starts[1:]
+	b, _ = json.Marshal(doc)
+	_, err = Import(ToolVLLM, "short.json", b, nil, opt)
+	wantFormatError(t, err, "start_times", fmt.Sprintf("has %d entries and ttfts %d", n-1, n))
 }

@@ -2,6 +2,7 @@ package interop
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/slogate/slogate/result"
@@ -29,6 +31,13 @@ var vllmKnown = []string{
 	"request_throughput", "request_goodput", "output_throughput", "total_token_throughput",
 	"input_lens", "output_lens", "ttfts", "itls", "generated_texts", "errors",
 	"max_output_tokens_per_s", "max_concurrent_requests", "rps_change_events",
+	// Aggregates of later vLLM (0.25): the real-time factor of audio benchmarks, and
+	// what `vllm bench sweep` adds to each run's file (the run's number and the serve
+	// parameter swept).
+	"rtfx", "run_number", "max_num_seqs",
+	// Per request, in later vLLM's --save-detailed: when each was sent
+	// (time.perf_counter() at the send, seconds).
+	"start_times",
 }
 
 // vllmStat matches the statistics process_one_metric writes: mean_ttft_ms, p99_itl_ms,
@@ -53,12 +62,14 @@ type vllmResult struct {
 	RampStart   *float64        `json:"ramp_up_start_rps"`
 	RampEnd     *float64        `json:"ramp_up_end_rps"`
 	Duration    float64         `json:"duration"`
-	Completed   int             `json:"completed"`
+	Completed   *int            `json:"completed"`
+	Failed      *int            `json:"failed"`
 	InputLens   []int           `json:"input_lens"`
 	OutputLens  []int           `json:"output_lens"`
 	TTFTs       []float64       `json:"ttfts"`
 	ITLs        [][]float64     `json:"itls"`
 	Errors      []string        `json:"errors"`
+	StartTimes  []*float64      `json:"start_times"`
 }
 
 // parseVLLM reads one result file; with --append-result it holds several JSON objects,
@@ -116,21 +127,31 @@ func vllmOne(path string, data []byte, base int64, raw json.RawMessage) (*import
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
+	// A file without the per-request arrays is refused for that, whatever else it
+	// holds: it is what every such file lacks, and the flag that writes them is the fix.
+	for _, k := range vllmDetailed {
+		if _, ok := top[k]; !ok {
+			return nil, bad(k, "missing: the result was saved without --save-detailed (vllm bench serve --save-result --save-detailed); slogate needs the per-request arrays %q, and gates no file of aggregates only (means and percentiles without their requests give no interval)", vllmDetailed)
+		}
+	}
+	var ignored []string
 	for _, k := range keys {
 		if slices.Contains(vllmKnown, k) || vllmStat.MatchString(k) {
 			continue
 		}
+		v := bytes.TrimSpace(top[k])
 		var s string
-		if json.Unmarshal(top[k], &s) == nil {
+		if string(v) != "null" && json.Unmarshal(v, &s) == nil {
 			metadata[k] = s // --metadata KEY=VALUE
 			continue
 		}
-		return nil, bad(k, "not a field of the result shape this tool reads (%s), nor a --metadata string: a newer vLLM? Refused rather than guessed", VLLMFormat)
-	}
-	for _, k := range vllmDetailed {
-		if _, ok := top[k]; !ok {
-			return nil, bad(k, "missing: the result was saved without --save-detailed; slogate needs the per-request arrays %q", vllmDetailed)
+		if len(v) > 0 && v[0] != '[' && v[0] != '{' {
+			// A number, a boolean or null: an aggregate a later vLLM added, which
+			// changes nothing slogate computes from the requests.
+			ignored = append(ignored, k)
+			continue
 		}
+		return nil, bad(k, "not a field of the result shape this tool reads (%s), nor a --metadata string, nor a single value: a list or object whose meaning this tool cannot know (a newer vLLM?). Refused rather than guessed", VLLMFormat)
 	}
 	var r vllmResult
 	if err := json.Unmarshal(raw, &r); err != nil {
@@ -148,6 +169,45 @@ func vllmOne(path string, data []byte, base int64, raw json.RawMessage) (*import
 	}
 	if n == 0 {
 		return nil, bad("ttfts", "no requests")
+	}
+	// The file's own counts. serve.py counts a request completed when it succeeded; its
+	// error string is then empty, but a failure may have an empty one too (an HTTP
+	// status without a reason), and a success may have no first token (a stream
+	// without content). So the completed count lies between the requests without an
+	// error string that had a first token and all those without an error string.
+	noErr, withFirst := 0, 0
+	for i, e := range r.Errors {
+		if e == "" {
+			noErr++
+			if r.TTFTs[i] > 0 {
+				withFirst++
+			}
+		}
+	}
+	if c := r.Completed; c != nil && (*c < withFirst || *c > noErr) {
+		return nil, bad("completed", "%d, but the per-request arrays hold %d requests without an error, %d of them with a first token: the file disagrees with itself, and nothing was imported", *c, noErr, withFirst)
+	}
+	if c, f := r.Completed, r.Failed; c != nil && f != nil && *c+*f != n {
+		return nil, bad("failed", "%d, and completed %d: %d in all, but the per-request arrays hold %d requests: the file disagrees with itself, and nothing was imported", *f, *c, *c+*f, n)
+	}
+	// Send times, where the file has them: relative to the first send (perf_counter
+	// has no epoch, and the benchmark's own start is not saved).
+	var sends []int64
+	if r.StartTimes != nil {
+		if len(r.StartTimes) != n {
+			return nil, bad("start_times", "has %d entries and ttfts %d: one entry per request is expected", len(r.StartTimes), n)
+		}
+		// A NaN that Python wrote bare is read as null (pythonJSON): no send time.
+		for i, st := range r.StartTimes {
+			if st == nil {
+				return nil, bad("start_times", "entry %d is null (NaN in the file): a send time in seconds is expected", i)
+			}
+		}
+		t0 := *slices.MinFunc(r.StartTimes, func(a, b *float64) int { return cmp.Compare(*a, *b) })
+		sends = make([]int64, n)
+		for i, st := range r.StartTimes {
+			sends[i] = us(*st - t0)
+		}
 	}
 	if !(r.Duration > 0) {
 		return nil, bad("duration", "%v: a positive benchmark duration in seconds is expected", r.Duration)
@@ -177,13 +237,20 @@ func vllmOne(path string, data []byte, base int64, raw json.RawMessage) (*import
 		Tool: ToolVLLM, ToolVersion: version, Format: VLLMFormat, File: path, SHA256: sha(data), TTFTFrom: "send",
 		Unavailable: []string{
 			"dispatch_lag: vLLM records no scheduled times; TTFT and E2E are measured from the send",
-			"in_flight: vLLM records no send times",
 			"output_target: vLLM records no requested output lengths",
 			"kv_concurrency: the file has no KV capacity",
 			"server_metrics: the file has no engine metrics",
 		},
 	}
+	if sends == nil {
+		im.src.Unavailable = slices.Insert(im.src.Unavailable, 1, "in_flight: this vLLM recorded no send times (start_times, written by later vLLM)")
+	} else {
+		im.notes = append(im.notes, "send times from start_times, counted from the first send (vLLM saves no benchmark start): the window starts there")
+	}
 	im.notes = append(im.notes, "vLLM writes its date in the benchmarking machine's local time without a zone; read as UTC")
+	if len(ignored) > 0 {
+		im.notes = append(im.notes, fmt.Sprintf("keys this tool does not know, each a single value (an aggregate), were not read: %s", strings.Join(ignored, ", ")))
+	}
 	im.mode = "open"
 	if math.IsInf(rate, 1) || r.MaxConc != nil || r.RampUp != nil {
 		im.mode = "closed"
@@ -198,10 +265,22 @@ func vllmOne(path string, data []byte, base int64, raw json.RawMessage) (*import
 		"input_lens": r.InputLens,
 	}
 
+	// Exported by slogate from a record without chunk gaps: each request's one gap spans
+	// its first to its last token, which gives its latency and TPOT but no ITL.
+	spanned := strings.HasPrefix(metadata[exportSpanKey], exportSpanValue)
+	if spanned {
+		im.src.Unavailable = append(im.src.Unavailable, "itl: exported by slogate from a record whose source kept no chunk gaps ("+exportSpanKey+")")
+	}
 	im.reqs = make([]result.Request, n)
 	for i := range n {
 		q := &im.reqs[i]
 		q.I = i
+		var send int64
+		if sends != nil {
+			// Scheduled when sent: vLLM records no schedule (dispatch lag unknown).
+			send = sends[i]
+			q.SchedUS, q.SendUS, q.EndUS = send, send, send
+		}
 		q.PromptTarget, q.PromptTokens = r.InputLens[i], r.InputLens[i]
 		q.OutputTokens = r.OutputLens[i]
 		if e := r.Errors[i]; e != "" {
@@ -218,7 +297,7 @@ func vllmOne(path string, data []byte, base int64, raw json.RawMessage) (*import
 			q.Error, q.ErrorDetail = "no_content", "vLLM recorded no first token"
 			continue
 		}
-		q.FirstUS = max(us(r.TTFTs[i]), 1)
+		q.FirstUS = send + max(us(r.TTFTs[i]), 1)
 		q.LastUS = q.FirstUS
 		for _, g := range r.ITLs[i] {
 			gu := us(g)
@@ -227,6 +306,9 @@ func vllmOne(path string, data []byte, base int64, raw json.RawMessage) (*import
 		}
 		q.EndUS = q.LastUS // serve.py's latency ends at the last chunk
 		q.Chunks = len(r.ITLs[i]) + 1
+		if spanned {
+			q.ITLUS, q.Chunks = nil, 0
+		}
 		q.Finish = "stop"
 	}
 	return im, nil

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/slogate/slogate/internal/fsafe"
 	"github.com/slogate/slogate/result"
 )
 
@@ -71,7 +72,9 @@ type journal struct {
 func openJournal(path string, head JournalHead, redact func(string) string) (*journal, error) {
 	// Read back through the same descriptor: a directory removed during the run takes
 	// the path with it, not the file.
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	// Never through a link, into a pipe or onto a device (fsafe.Create): what the
+	// run measures must land in a file that can be read back.
+	f, err := fsafe.Create(path)
 	if err != nil {
 		return nil, err
 	}

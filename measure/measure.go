@@ -180,6 +180,7 @@ func (r *Runner) Prepare(ctx context.Context, f *workload.File, override string)
 	if t.URL == "" {
 		return nil, badInput("%s: no engine URL: set target.url or pass --target", f.Path)
 	}
+	r.Secrets.Add(workload.URLSecrets(t.URL)...)
 	r.warnTails(f)
 	if override != "" {
 		if err := workload.CheckURL(override); err != nil {
@@ -202,7 +203,7 @@ func (r *Runner) Prepare(ctx context.Context, f *workload.File, override string)
 	t.ID = id
 	if msg := ModelMismatch(f, id); msg != "" {
 		if !f.Model.AllowMismatch {
-			return nil, fmt.Errorf("%s (set model.allow_mismatch: true in %s to run anyway)", msg, f.Path)
+			return nil, fmt.Errorf("%s: set model.name in %s to the model this engine serves, or point target.url (--target) at the engine that serves %q; to measure this one anyway, set model.allow_mismatch: true", msg, f.Path, f.Model.Name)
 		}
 		r.logf("warning: %s (allowed by model.allow_mismatch)", msg)
 	}
@@ -290,8 +291,15 @@ func (r *Runner) Launch(ctx context.Context, f *workload.File, override string, 
 	for _, k := range keys {
 		env = append(env, k+"="+st.Env[k])
 	}
-	r.logf("starting the engine: %s (output in %s)", strings.Join(st.Command, " "), logName)
+	shown, secrets := RedactCommand(st.Command)
+	r.Secrets.Add(secrets...)
+	r.Secrets.Add(workload.URLSecrets(url)...)
+	r.logf("starting the engine: %s (output in %s)", shown, logName)
 	proc, err = engine.Launch(ctx, engine.LaunchSpec{Command: st.Command, Env: env, BaseURL: url, ReadyTimeout: st.ReadyTimeout, Log: log})
+	var busy *engine.PortBusyError
+	if errors.As(err, &busy) {
+		return nil, nil, &BadInputError{Err: fmt.Errorf("%s: %w", f.Path, err)}
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -311,6 +319,48 @@ func (r *Runner) Launch(ctx context.Context, f *workload.File, override string, 
 		r.logf("warning: the first request after the start failed (%s): first_token_after_start is not measured", up.FirstTokenError)
 	}
 	return proc, proc.Stop, nil
+}
+
+// RedactCommand is a command line as it may be shown: the value of every flag whose name
+// says it holds a secret (a word key, token, password, secret, credential), given as
+// --api-key=V or --api-key V, replaced by result.Redacted; and those values, for the
+// secrets that the engine's own output must not show either.
+func RedactCommand(args []string) (shown string, secrets []string) {
+	out := make([]string, len(args))
+	copy(out, args)
+	for i := 0; i < len(out); i++ {
+		a := out[i]
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
+		name, val, eq := strings.Cut(a, "=")
+		if !secretFlag(name) {
+			continue
+		}
+		if eq {
+			secrets = append(secrets, val)
+			out[i] = name + "=" + result.Redacted
+		} else if i+1 < len(out) && !strings.HasPrefix(out[i+1], "-") {
+			secrets = append(secrets, out[i+1])
+			out[i+1] = result.Redacted
+			i++
+		}
+	}
+	return strings.Join(out, " "), secrets
+}
+
+// secretFlag says whether a flag's name says it holds a secret: one of its words
+// (between - and _) is key, token, password... (--api-key, --hf-token), where
+// --max-num-batched-tokens is a number.
+func secretFlag(name string) bool {
+	words := strings.FieldsFunc(strings.ToLower(name), func(r rune) bool { return r == '-' || r == '_' })
+	for _, w := range words {
+		switch w {
+		case "key", "apikey", "token", "password", "passwd", "secret", "credential", "credentials", "auth":
+			return true
+		}
+	}
+	return false
 }
 
 // FirstTokenPrompt is the prompt of the request that times the first token after a start.
@@ -822,7 +872,7 @@ func FillRecord(rec *result.Record, w *workload.Workload, out *loadgen.Outcome, 
 		rec.Incomplete, rec.IncompleteReason = true, fmt.Sprintf("engine stopped answering: the last %d of %d requests failed to connect", n, len(rec.Requests))
 	} else if n := rec.Summary.Requests; n > 0 && rec.Summary.Completed == 0 && !rec.Incomplete {
 		// Not one request succeeded: the run measured a failing engine, not its service.
-		rec.Incomplete, rec.IncompleteReason = true, fmt.Sprintf("engine failed every request: %d of %d failed (%s)", n, n, errorCounts(rec.Summary.Errors))
+		rec.Incomplete, rec.IncompleteReason = true, fmt.Sprintf("engine failed every request: %d of %d failed (%s)", n, n, result.ErrorCounts(rec.Summary.Errors))
 	}
 	rec.Summary.ReaderLagms = out.ReaderLag
 	result.JudgeReader(rec)
@@ -832,25 +882,6 @@ func FillRecord(rec *result.Record, w *workload.Workload, out *loadgen.Outcome, 
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// errorCounts lists error reasons with their counts, most frequent first.
-func errorCounts(m map[string]int) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if m[keys[i]] != m[keys[j]] {
-			return m[keys[i]] > m[keys[j]]
-		}
-		return keys[i] < keys[j]
-	})
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%d %s", m[k], k)
-	}
-	return strings.Join(parts, ", ")
-}
 
 // trailingConnectErrors counts the requests at the end of the schedule that failed to
 // connect: an engine that refuses the run's last requests is no longer there.

@@ -105,5 +105,5 @@ func primingNote(p *result.PrimingSummary) string {
 		return ""
 	}
 	return fmt.Sprintf("priming: %d of %d requests failed (%s): their prompts may not be in the engine's prefix cache, and the window is that much less warm",
-		failed, p.Requests, errorCounts(p.Errors))
+		failed, p.Requests, result.ErrorCounts(p.Errors))
 }

@@ -10,6 +10,7 @@
 package plan
 
 import (
+	"cmp"
 	"math"
 	"strconv"
 	"time"
@@ -21,9 +22,12 @@ import (
 
 // Modes of a Recipe.
 const (
-	ModeCommitted  = "committed baseline"
-	ModeABRestarts = "A/B, restarts"
-	ModeABSwaps    = "A/B, swaps"
+	ModeCommitted = "committed baseline"
+	// ModeCommittedRestarts is the committed baseline with an engine start per repeat
+	// (run --restart-every 1): costed beside the one start when there are repeats.
+	ModeCommittedRestarts = "committed, a start per repeat"
+	ModeABRestarts        = "A/B, restarts"
+	ModeABSwaps           = "A/B, swaps"
 )
 
 // Job is what one workload's gate costs: how long its parts take on the runner.
@@ -53,6 +57,12 @@ type Rule struct {
 	Tolerance float64
 	RunSD     float64
 	CalRuns   int
+	// SharedSD is the part of RunSD that the runs of one engine start share (between
+	// starts and days: stats.Spread.SharedSD); CalStarts the calibration's distinct
+	// starts (0: one per run). DF are RunSD's degrees of freedom (0: CalRuns − 1).
+	SharedSD  float64
+	CalStarts int
+	DF        int
 	// StartsSD is the calibration's spread between engine starts (sd of the log of one
 	// start's offset) on StartsDF degrees of freedom: what a swapped job's intervals add
 	// once per engine kept through its blocks. 0: not measured.
@@ -122,9 +132,10 @@ func Costs(j Job, rules []Rule) []Recipe {
 		conf = stats.DefaultConfidence
 	}
 	z := stats.NormalQuantile(0.95)
-	q2 := stats.TQuantile((1+conf)/2, math.Inf(1))
 	per := j.Warmup + j.Run
-	committed := Recipe{Mode: ModeCommitted, GPUMinutes: (j.Start + time.Duration(max(j.Repeats, 1))*per).Minutes()}
+	repeats := max(j.Repeats, 1)
+	committed := Recipe{Mode: ModeCommitted, GPUMinutes: (j.Start + time.Duration(repeats)*per).Minutes()}
+	restartEach := Recipe{Mode: ModeCommittedRestarts, GPUMinutes: (time.Duration(repeats) * (j.Start + per)).Minutes()}
 	seq := j.MinBlocks > 0 && j.MinBlocks < j.MaxBlocks
 	blocks := j.MinBlocks
 	if !seq {
@@ -141,17 +152,9 @@ func Costs(j Job, rules []Rule) []Recipe {
 	swBlocks := blocks
 	for _, r := range rules {
 		lt := math.Log1p(r.Tolerance)
-		// Committed baseline.
-		d := math.Inf(1)
-		if r.CalRuns >= 2 {
-			se := r.RunSD * math.Sqrt(1/float64(r.CalRuns)+1/float64(max(j.Repeats, 1)))
-			q := stats.TQuantile((1+conf)/2, float64(r.CalRuns-1))
-			d = math.Expm1(lt + (q+z)*se)
-		} else if r.RunSD > 0 {
-			se := r.RunSD * math.Sqrt(1+1/float64(max(j.Repeats, 1)))
-			d = math.Expm1(lt + (q2+z)*se)
-		}
-		committed.Detectable = append(committed.Detectable, d)
+		// Committed baseline: the repeats on one start, and on a start each.
+		committed.Detectable = append(committed.Detectable, r.committedDetectable(conf, repeats, 1))
+		restartEach.Detectable = append(restartEach.Detectable, r.committedDetectable(conf, repeats, repeats))
 		// A/B.
 		sPair := math.Sqrt2 * r.RunSD
 		pairs := j.MaxBlocks / 2
@@ -219,7 +222,29 @@ func Costs(j Job, rules []Rule) []Recipe {
 		GPUMinutes: (time.Duration(blocks) * (j.Start + per)).Minutes()}
 	swaps := Recipe{Mode: ModeABSwaps, Blocks: swBlocks, MaxBlocks: j.MaxBlocks, Detectable: sw,
 		GPUMinutes: (2*j.Start + time.Duration(swBlocks)*(j.Wake+per)).Minutes()}
-	return []Recipe{committed, restarts, swaps}
+	out := []Recipe{committed, restarts, swaps}
+	if repeats > 1 {
+		out = append(out, restartEach)
+	}
+	return out
+}
+
+// committedDetectable is the change that a committed-baseline gate of repeats runs on
+// starts engine starts fails 95% of the time: the gate's own interval (stats.CompareSides
+// on the calibration's spread, its starts' part counted once per distinct start), with
+// the sampling noise inside RunSD. Without a calibration RunSD is taken as known.
+func (r Rule) committedDetectable(conf float64, repeats, starts int) float64 {
+	if !(r.RunSD > 0) {
+		return math.Inf(1)
+	}
+	sp := stats.Spread{RunSD: r.RunSD, DF: cmp.Or(r.DF, r.CalRuns-1), SharedSD: r.SharedSD}
+	base := stats.Side{Runs: r.CalRuns, Starts: r.CalStarts}
+	if r.CalRuns < 2 {
+		sp.DF, base = math.MaxInt32, stats.Side{Runs: 1} // known: the normal quantile
+	}
+	pol := stats.Policy{Direction: stats.LowerIsBetter, Tolerance: r.Tolerance, Confidence: conf}
+	_, nz := stats.CompareSides(base, stats.Side{Runs: repeats, Starts: starts}, sp, "calibration", pol, "")
+	return stats.Detectable(nz, r.Tolerance, 0.95)
 }
 
 // stopsAt is the fewest blocks, from j.MinBlocks in pairs, at which a sequence of

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slogate/slogate/gate"
+	"github.com/slogate/slogate/gate/stats"
 	"github.com/slogate/slogate/result"
 	"github.com/slogate/slogate/workload"
 )
@@ -187,5 +188,48 @@ func TestForWorkloadStartSpreadOfZero(t *testing.T) {
 	in.Calibration = cal(&measured)
 	if p, _ := ForWorkload(w, in); p.Rules[0].StartsSD != 0.02 || len(p.Warnings) != 0 {
 		t.Errorf("a measured start spread: %v, warnings %q", p.Rules[0].StartsSD, p.Warnings)
+	}
+}
+
+// TestCostsCommittedStarts: with repeats, the committed baseline is costed on one
+// engine start and on a start per repeat. The part of the spread one start shares makes
+// the one start's repeats detect less; the start per repeat costs a start each. Each
+// detectable change is the gate's own (stats.CompareSides' interval, stats.Detectable).
+func TestCostsCommittedStarts(t *testing.T) {
+	j := Job{Run: 15 * time.Second, Start: 90 * time.Second, Wake: 3 * time.Second, Repeats: 3, MinBlocks: 16, MaxBlocks: 16}
+	const within = 0.03
+	r := Rule{Metric: "itl_p99", Tolerance: 0.10, RunSD: math.Sqrt(0.05*0.05 + 0.02*0.02 + within*within), SharedSD: 0.05, CalRuns: 10, CalStarts: 10, DF: 9}
+	rs := Costs(j, []Rule{r})
+	if len(rs) != 4 || rs[0].Mode != ModeCommitted || rs[3].Mode != ModeCommittedRestarts {
+		t.Fatalf("recipes %+v, want the committed baseline on one start first and on a start per repeat last", rs)
+	}
+	one, each := rs[0], rs[3]
+	if !near(one.GPUMinutes, 1.5+3*0.25) || !near(each.GPUMinutes, 3*(1.5+0.25)) {
+		t.Errorf("GPU minutes: one start %.2f, a start per repeat %.2f; want 2.25 and 5.25", one.GPUMinutes, each.GPUMinutes)
+	}
+	if !(one.Detectable[0] > each.Detectable[0]) {
+		t.Errorf("detectable: one start %.3f, a start per repeat %.3f; want the one start's larger", one.Detectable[0], each.Detectable[0])
+	}
+	sp := stats.Spread{RunSD: r.RunSD, WithinSD: within, DF: 9, SharedSD: r.SharedSD}
+	base := stats.Side{Runs: 10, Starts: 10, Within: within * within / 10}
+	for _, c := range []struct {
+		starts int
+		got    float64
+	}{{1, one.Detectable[0]}, {3, each.Detectable[0]}} {
+		cand := stats.Side{Runs: 3, Starts: c.starts, Within: within * within / 3}
+		_, nz := stats.CompareSides(base, cand, sp, "calibration", stats.Policy{Direction: stats.LowerIsBetter, Tolerance: r.Tolerance}, "")
+		if want := stats.Detectable(nz, r.Tolerance, 0.95); math.Abs(c.got-want) > 1e-9 {
+			t.Errorf("%d starts: plan says %.4f is detectable, the gate's interval %.4f", c.starts, c.got, want)
+		}
+	}
+	// Nothing shared: the starts change the cost alone.
+	r.SharedSD = 0
+	rs = Costs(j, []Rule{r})
+	if !near(rs[0].Detectable[0], rs[3].Detectable[0]) {
+		t.Errorf("no shared part: detectable %.4f on one start, %.4f on a start each; want equal", rs[0].Detectable[0], rs[3].Detectable[0])
+	}
+	j.Repeats = 1
+	if rs := Costs(j, []Rule{r}); len(rs) != 3 {
+		t.Errorf("one repeat: %d recipes, want 3 (no second committed one)", len(rs))
 	}
 }

@@ -50,6 +50,12 @@ func ForWorkload(w *workload.Workload, in Inputs) (Plan, error) {
 		pr := Rule{Metric: r.Metric, Tolerance: r.Tolerance, RunSD: DefaultRunSD, Source: fmt.Sprintf("assumed: no calibration; %g is vLLM's ITL p99 over three runs", DefaultRunSD)}
 		if m := in.Calibration.Lookup(r.Metric); m != nil {
 			pr.RunSD, pr.CalRuns, pr.Source = m.RunSD, m.DF+1, fmt.Sprintf("calibration of %d runs, %s", m.DF+1, in.CalibrationPath)
+			if sp := m.Spread(); sp.SharedSD > 0 {
+				// The spread the gate takes: every part measured, the starts' and days'
+				// shared by the runs of one start, on the highest level's degrees of freedom.
+				pr.RunSD, pr.SharedSD, pr.DF = sp.RunSD, sp.SharedSD, sp.DF
+				pr.CalStarts = in.Calibration.Starts()
+			}
 			if sd, df, ok, bound := gate.StartSpread(in.Calibration, r.Metric); ok {
 				// The swapped job adds what the gate will: a part that came out 0 is
 				// replaced by the whole spread of its starts' means.

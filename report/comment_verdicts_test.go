@@ -89,3 +89,14 @@ func TestCommentGoldenPerVerdict(t *testing.T) {
 		})
 	}
 }
+
+// TestCommentStatesTheFamilyRate: the footer says each rule's false-fail rate at its edge
+// and the job's bound over its rules.
+func TestCommentStatesTheFamilyRate(t *testing.T) {
+	c := verdictComment(gate.Pass)
+	c.Gate.Family = &gate.Family{Rules: 2, PerRule: 0.025, Bound: 0.05}
+	want := "Each of the 2 rules judged by an interval fails an engine at its tolerance's edge at most 2.5% of the time; this job, failing when any does, at most 5%."
+	if got := Markdown(c); !strings.Contains(got, want) {
+		t.Errorf("the comment does not say %q:\n%s", want, got)
+	}
+}

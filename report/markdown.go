@@ -366,6 +366,9 @@ func (c Comment) footer() string {
 	b.WriteString("---\n<sub>")
 	if c.Gate != nil {
 		fmt.Fprintf(&b, "Intervals: %g%% bootstrap over whole requests, %d resamples, seed %d.", 100*c.Gate.Confidence, c.Gate.Resamples, c.Gate.Seed)
+		if f := c.Gate.Family; f != nil {
+			fmt.Fprintf(&b, " Each of the %d rules judged by an interval fails an engine at its tolerance's edge at most %g%% of the time; this job, failing when any does, at most %g%%.", f.Rules, 100*f.PerRule, 100*f.Bound)
+		}
 		if c.Gate.GPUMinutes > 0 {
 			fmt.Fprintf(&b, " GPU time of this job: %.2f minutes (engine starts, warm-ups and runs).", c.Gate.GPUMinutes)
 		}

@@ -158,6 +158,6 @@ func prefixSplit(pc *result.PrefixCacheStats) string {
 	if pc.Own == nil || pc.Foreign == nil || pc.ForeignRate == nil {
 		return ""
 	}
-	return fmt.Sprintf("; the run's own %.0f tokens (%.0f re-admitted after preemption, %.0f declared shared history; %s), not the run's own %.0f tokens (%s of the prompts, the figure a cold run is judged by)",
+	return fmt.Sprintf("; of the hits, %.0f tokens the run's own requests had computed (%.0f re-admitted after preemption, %.0f declared shared history; told apart %s) and %.0f they had not (%s of the prompts: the figure a cold run is judged by)",
 		pc.Own.Hits, pc.Own.Readmitted, pc.Own.Declared, pc.Own.Method, *pc.Foreign, pctStr(*pc.ForeignRate))
 }

@@ -26,3 +26,20 @@ func TestRunTablePerTokenITL(t *testing.T) {
 		t.Errorf("table:\n%s", out)
 	}
 }
+
+// TestPrefixSplitSaysWhichHitsAreWhose: a cold run's prefix-cache line names the hits the
+// run's own requests had computed and the rest apart, in words that do not contradict
+// each other (it read "the run's own 0 tokens (…), not the run's own 611 tokens").
+func TestPrefixSplitSaysWhichHitsAreWhose(t *testing.T) {
+	foreign, rate := 611.0, 0.06
+	pc := &result.PrefixCacheStats{HitRate: 0.07, Source: "engine counters", Own: &result.OwnHits{Hits: 12, Readmitted: 12, Method: "per-request"}, Foreign: &foreign, ForeignRate: &rate}
+	got := prefixSplit(pc)
+	for _, want := range []string{"of the hits, 12 tokens the run's own requests had computed (12 re-admitted after preemption, 0 declared shared history; told apart per-request)", "611 they had not (6.0% of the prompts: the figure a cold run is judged by)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q lacks %q", got, want)
+		}
+	}
+	if strings.Count(got, "the run's own") != 1 {
+		t.Errorf("%q names the run's own hits twice", got)
+	}
+}

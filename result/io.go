@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/slogate/slogate/internal/fsafe"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -134,59 +133,13 @@ func indent(dst *bytes.Buffer, src []byte, maxDepth int) {
 	}
 }
 
-// Write writes r to path atomically (see WriteFileAtomic).
+// Write writes r to path atomically (fsafe.WriteFile).
 func Write(path string, r *Record) error {
 	data, err := Marshal(r)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	return WriteFileAtomic(path, data)
-}
-
-// WriteFileAtomic writes data to path: a temporary file in the same directory, flushed to
-// disk, then renamed over path, so that a reader (or a crash) never sees half a file.
-// The directory is created if needed.
-func WriteFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	// The temporary name starts with a dot and does not end in .json, so that ReadDir
-	// never mistakes a leftover for a record.
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	fail := func(err error) error {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		return fail(err)
-	}
-	if err := f.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := f.Chmod(0o644); err != nil {
-		return fail(err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	// Make the rename itself durable; not every platform can sync a directory, and the
-	// file is already whole either way.
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
-	return nil
+	return fsafe.WriteFile(path, data)
 }
 
 // Read reads and checks one run record. A file that is not a run record yields a

@@ -4,12 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/slogate/slogate/internal/fsafe"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/slogate/slogate/internal/fsafe"
 )
 
 // ManifestSchema and ManifestName: the file `slogate run` writes beside its records,
@@ -34,28 +35,6 @@ type ManifestEntry struct {
 	Trial    int    `json:"trial,omitempty"`
 }
 
-// ProbeDir checks that files can be written in dir (created if needed): a small file
-// is written, flushed and removed.
-func ProbeDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, ".slogate-probe.*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write([]byte("probe\n")); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
 // WriteManifest writes m as dir's manifest, atomically.
 func WriteManifest(dir string, m *Manifest) error {
 	m.Schema = ManifestSchema
@@ -63,7 +42,7 @@ func WriteManifest(dir string, m *Manifest) error {
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(filepath.Join(dir, ManifestName), append(data, '\n'))
+	return fsafe.WriteFile(filepath.Join(dir, ManifestName), append(data, '\n'))
 }
 
 // ReadManifest reads dir's manifest; nil (and no error) when dir has none.

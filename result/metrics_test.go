@@ -504,3 +504,14 @@ func TestGoodputIgnoresTheDrain(t *testing.T) {
 		t.Error("one request has no arrival span")
 	}
 }
+
+// TestErrorCounts: reasons with their counts, most frequent first, ties by name.
+func TestErrorCounts(t *testing.T) {
+	got := ErrorCounts(map[string]int{"http_503": 1, "timeout": 3, "canceled": 1})
+	if want := "3 timeout, 1 canceled, 1 http_503"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+	if got := ErrorCounts(nil); got != "" {
+		t.Errorf("no errors: %q", got)
+	}
+}

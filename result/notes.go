@@ -1,6 +1,23 @@
 package result
 
-import "fmt"
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// ErrorCounts lists a run's error reasons with their counts, most frequent first
+// ("3 timeout, 1 http_503").
+func ErrorCounts(errs map[string]int) string {
+	kinds := slices.SortedFunc(maps.Keys(errs), func(a, b string) int { return cmp.Or(errs[b]-errs[a], strings.Compare(a, b)) })
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		parts[i] = fmt.Sprintf("%d %s", errs[k], k)
+	}
+	return strings.Join(parts, ", ")
+}
 
 // RequestNotes are the notes a record needs about its measured requests: facts that a
 // reader of the summary alone would miss.

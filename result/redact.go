@@ -21,8 +21,12 @@ type Secrets struct {
 	vals []string
 }
 
-// Add adds secrets; empty and too-short values are ignored.
+// Add adds secrets; empty and too-short values are ignored, and so is every value on
+// a nil Secrets.
 func (s *Secrets) Add(vals ...string) {
+	if s == nil {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, v := range vals {

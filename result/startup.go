@@ -8,6 +8,11 @@ import "time"
 // apart, so that the gate counts each start once.
 type Startup struct {
 	StartedAt time.Time `json:"started_at"`
+	// Start is which engine start of the run this is, from 1 (slogate run
+	// --restart-every starts the engine afresh every K trials): the trials of a workload
+	// that share a number shared one engine start; absent where the command numbers no
+	// starts.
+	Start int `json:"start,omitempty"`
 	// PortMS: the port first accepted a TCP connection.
 	PortMS float64 `json:"port_ms"`
 	// HealthMS: /health first answered 200; absent for an engine without /health.

@@ -534,7 +534,7 @@ func WriteSweep(path string, s *Sweep) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	return WriteFileAtomic(path, data)
+	return fsafe.WriteFile(path, data)
 }
 
 // ReadSweep reads and checks one sweep record; a file that is not one yields a

@@ -656,6 +656,30 @@ scenario_import_export() {
 		jqc "gate: an import against its imported baseline passes, with provenance" imp-b/gate.json \
 			'(.verdict == "pass" or .verdict == "warn") and (.workloads[0].metrics[] | select(.metric == "itl_p99") | .verdict == "pass") and (.workloads[0].provenance | length) == 2'
 	fi
+	# A real AIPerf 0.10.0 export (testdata/import/peers): read as its summary states it,
+	# and a baseline of it.
+	local peers=$REPO_ROOT/testdata/import/peers
+	if expect 0 import-aiperf "$SLOGATE" import --from aiperf "$peers/aiperf_0.10.0_chatbot/profile_export.jsonl" -c "$REPO_ROOT/testdata/import/peers.yaml" -w aiperf-chatbot -o aiperf; then
+		jqc "import: AIPerf 0.10.0's 10 requests all succeeded, with their model" aiperf/aiperf-chatbot.json \
+			'.summary.completed == 10 and .summary.requests == 10 and .model == "Llama-3.1-8B-Instruct-optimumxt" and .source.tool_version == "0.10.0"'
+		expect 0 baseline-aiperf "$SLOGATE" baseline update -c "$REPO_ROOT/testdata/import/peers.yaml" --baselines aiperf-baselines -r aiperf
+		# The same benchmark as another run wrote it (its own artifact directory), gated
+		# against that baseline: one workload, every ratio 1, never a fail.
+		mkdir -p aiperf-run2/in
+		cp "$peers/aiperf_0.10.0_chatbot/profile_export.jsonl" aiperf-run2/in/
+		sed 's|/work/results/nvfp4/spark_repro_llama31|/home/ci/run-2|g' "$peers/aiperf_0.10.0_chatbot/profile_export_aiperf.json" >aiperf-run2/in/profile_export_aiperf.json
+		expect 0 import-aiperf-2 "$SLOGATE" import --from aiperf aiperf-run2/in/profile_export.jsonl -c "$REPO_ROOT/testdata/import/peers.yaml" -w aiperf-chatbot -o aiperf-run2/out
+		local rc=0
+		"$SLOGATE" gate -c "$REPO_ROOT/testdata/import/peers.yaml" --baselines aiperf-baselines -r aiperf-run2/out --json aiperf-run2/gate.json >"$d/gate-aiperf.log" 2>&1 || rc=$?
+		if [[ $rc == 0 || $rc == 4 ]]; then
+			pass "gate-aiperf: two imports of one AIPerf benchmark: exit $rc"
+			jqc "gate: two imports of one real AIPerf benchmark compare (one hash), every ratio 1, no fail; exit 4 exactly when inconclusive" aiperf-run2/gate.json \
+				"(.verdict != \"incomparable\" and .verdict != \"fail\") and ((.verdict == \"inconclusive\") == ($rc == 4)) and ([.workloads[0].metrics[] | select(.ratio != null) | .ratio] | length > 0 and all(. == 1))"
+		else
+			fail "gate-aiperf: exit $rc, want 0 or 4"
+			tail -n 25 "$d/gate-aiperf.log" | sed 's/^/        | /'
+		fi
+	fi
 }
 
 # A/B in one job: the engine against itself passes; against a copy four times slower the
@@ -682,20 +706,48 @@ scenario_ab() {
 		fail "ab-same: exit $rc, want 0 or 4"
 		tail -n 25 "$d/ab-same.log" | sed 's/^/        | /'
 	fi
-	# An engine against itself under a 1% ITL tolerance that four blocks cannot resolve:
-	# not decided either way. It reads inconclusive in the terminal, gate.json and the
-	# comment, says what would decide it, and exits 4 under the default fail-on; fail-on
-	# fail lets it exit 0, with a warning.
+	# An engine against itself under a 1% ITL tolerance that four blocks mostly cannot
+	# resolve: not decided either way. It reads inconclusive in the terminal, gate.json and
+	# the comment, says what would decide it, and exits 4 under the default fail-on; fail-on
+	# fail lets it exit 0, with a warning. Four blocks of a quiet engine can give an
+	# interval of ±4% that lies wholly below +1% (pass, a few jobs in a hundred): such a
+	# job is checked to be that, and the job is run again, at most three times in all.
 	gate_config chat 60 | sed 's/itl_p99: {direction: lower, tolerance: 50%}/itl_p99: {direction: lower, tolerance: 1%}/' >tight.yaml
-	if expect 4 ab-undecided "$SLOGATE" ab -c tight.yaml --baseline-target "$a" --candidate-target "$b" --blocks 4 -o undecided; then
-		jqc "ab: an undecidable rule is inconclusive, saying what would decide it" undecided/gate.json \
+	# undecided_ab NAME WANT [FLAGS...]: the tight A/A job, run until it is not decided
+	# (exit WANT), at most three times; sets $undecided to the job's name.
+	undecided_ab() {
+		local name=$1 want=$2 try rc
+		shift 2
+		undecided=""
+		for try in 1 2 3; do
+			rc=0
+			"$SLOGATE" ab -c tight.yaml --baseline-target "$a" --candidate-target "$b" --blocks 4 "$@" -o $name$try >"$d/$name$try.log" 2>&1 || rc=$?
+			if [[ $rc == "$want" ]] && jq -e '.verdict == "inconclusive"' $name$try/gate.json >/dev/null 2>&1; then
+				pass "$name: exit $rc (job $try)"
+				undecided=$name$try
+				return 0
+			fi
+			if [[ $rc == 0 || $rc == 1 ]] && jq -e '.workloads[0].metrics[] | select(.metric == "itl_p99") | (.verdict == "pass" and .hi <= 1.01) or (.verdict == "improved" and .hi < 0.99) or (.verdict == "fail" and .lo > 1.01)' $name$try/gate.json >/dev/null 2>&1; then
+				pass "$name: job $try decided itl_p99 at ±1% (exit $rc, $(jq -r '.workloads[0].metrics[] | select(.metric == "itl_p99") | "\(.verdict) [\(.lo), \(.hi)]"' $name$try/gate.json)), as its interval bears out; run again"
+				continue
+			fi
+			fail "$name: job $try: exit $rc, want $want (or a decision its interval bears out)"
+			tail -n 25 "$d/$name$try.log" | sed 's/^/        | /'
+			return 1
+		done
+		fail "$name: three jobs of an engine against itself all decided a ±1% rule at 4 blocks"
+		return 1
+	}
+	local undecided
+	if undecided_ab ab-undecided 4; then
+		jqc "ab: an undecidable rule is inconclusive, saying what would decide it" $undecided/gate.json \
 			'.verdict == "inconclusive" and (.workloads[0].metrics[] | select(.metric == "itl_p99") | .verdict == "inconclusive" and (.undecided | test("the rule asks ±1%")))'
-		grepc "ab: the terminal says inconclusive" "$d/ab-undecided.log" 'itl_p99 .*INCONCLUSIVE'
-		grepc "ab: the comment says inconclusive" undecided/comment.md 'inconclusive'
-		grepc "ab: stderr says why it exits 4" "$d/ab-undecided.log" 'the verdict is inconclusive: a rule was not decided either way \(exit 4'
+		grepc "ab: the terminal says inconclusive" "$d/$undecided.log" 'itl_p99 .*INCONCLUSIVE'
+		grepc "ab: the comment says inconclusive" $undecided/comment.md 'inconclusive'
+		grepc "ab: stderr says why it exits 4" "$d/$undecided.log" 'the verdict is inconclusive: a rule was not decided either way \(exit 4'
 	fi
-	if expect 0 ab-undecided-failon "$SLOGATE" ab -c tight.yaml --baseline-target "$a" --candidate-target "$b" --blocks 4 --fail-on fail -o undecided-failon; then
-		grepc "ab --fail-on fail: an inconclusive job exits 0, not silently" "$d/ab-undecided-failon.log" 'warning: the verdict is inconclusive'
+	if undecided_ab ab-undecided-failon 0 --fail-on fail; then
+		grepc "ab --fail-on fail: an inconclusive job exits 0, not silently" "$d/$undecided.log" 'warning: the verdict is inconclusive'
 	fi
 	if expect 1 ab-slow "$SLOGATE" ab -c slogate.yaml --baseline-target "$a" --candidate-target "$slow" --blocks 4 -o slow; then
 		jqc "ab: 4x slower candidate fails on itl_p99" slow/gate.json '.verdict == "fail" and (.workloads[0].metrics[] | select(.metric == "itl_p99") | .verdict == "fail")'
@@ -726,6 +778,14 @@ scenario_calibrate() {
 	if expect 0 gate "$SLOGATE" gate -c slogate.yaml -r cand --json cand/gate.json; then
 		jqc "calibrate: the gate adds the calibrated spread" cand/gate.json \
 			'.workloads[0].metrics[] | select(.metric == "itl_p99") | .method == "calibrated" and .noise.source == "calibration"'
+	fi
+	# A 4× slower engine against that 3-run calibration fails: the interval is finite, on
+	# at least the calibration's 2 degrees of freedom, however the runs' spread splits.
+	sim slow --profile llama-8b-h100 --slowdown 4
+	expect 0 run-slow "$SLOGATE" run -q -c slogate.yaml --target "$url" -o slow || exit 1
+	if expect 1 gate-slow "$SLOGATE" gate -c slogate.yaml -r slow --json slow/gate.json; then
+		jqc "calibrate: a 4x slower candidate fails on itl_p99, on at least the calibration's degrees of freedom" slow/gate.json \
+			'.workloads[0].metrics[] | select(.metric == "itl_p99") | .verdict == "fail" and .method == "calibrated" and .noise.df >= 2 and .hi != null'
 	fi
 	# A sequential calibration: from the third run on it stops once every rule is
 	# decided, at the latest after the sixth; the baseline says how and why.
@@ -806,13 +866,27 @@ llamacpp_ab() {
 				print "    ready_timeout: 60s"
 			}' >ab-$t.yaml
 	done
-	local c rc maxb=${SLOGATE_E2E_LLAMACPP_AB_MAX:-16}
+	local c rc cand maxb=${SLOGATE_E2E_LLAMACPP_AB_MAX:-16}
+	# ab_job: the job of candidate config $cand against -t 1, into ab-$c.
+	ab_job() {
+		# shellcheck disable=SC2086 # the flags are words
+		"$SLOGATE" ab -c "$cand" --baseline-config ab-t1.yaml --min-blocks 4 --max-blocks "$maxb" ${SLOGATE_E2E_LLAMACPP_AB_FLAGS---futility-from 8 --final-share 0.5} -o "ab-$c" >"ab-$c.log" 2>&1
+	}
 	for c in self np1 t2; do
 		rc=0
-		local cand=ab-$c.yaml
+		cand=ab-$c.yaml
 		[[ $c == self ]] && cand=ab-t1.yaml
-		# shellcheck disable=SC2086 # the flags are words
-		"$SLOGATE" ab -c "$cand" --baseline-config ab-t1.yaml --min-blocks 4 --max-blocks "$maxb" ${SLOGATE_E2E_LLAMACPP_AB_FLAGS---futility-from 8 --final-share 0.5} -o "ab-$c" >"ab-$c.log" 2>&1 || rc=$?
+		ab_job || rc=$?
+		if [[ $c == self && $rc == 1 && -s ab-$c/gate.json ]]; then
+			# Each rule of an A/A job fails at most α of the time, and on two shared
+			# cores the load beside it moves between blocks (in CI once: itl_p99 1.458
+			# [1.069, 1.989] at block 14). A correct rule fails two jobs in a row at most
+			# α² of the time: the job runs once more, and its second run is checked.
+			printf '  ..    llamacpp ab self: the first job failed (%s); running it once more\n' "$(jq -r '[.workloads[0].metrics[] | select(.verdict == "fail") | "\(.metric) \(.ratio * 1000 | round / 1000) [\(.lo * 1000 | round / 1000), \(.hi * 1000 | round / 1000)]"] | join(", ")' "ab-$c/gate.json")"
+			mv "ab-$c" "ab-$c.first" && mv "ab-$c.log" "ab-$c.first.log"
+			rc=0
+			ab_job || rc=$?
+		fi
 		if [[ ! -s ab-$c/gate.json ]]; then
 			tail -n 25 "ab-$c.log" | sed 's/^/        | /'
 			fail "llamacpp ab $c: exit $rc, no gate.json"
@@ -823,8 +897,9 @@ llamacpp_ab() {
 			".workloads[0] | .max_blocks == $maxb and .blocks_run >= 4 and .blocks_run <= $maxb and .stopped.at_block == .blocks_run and (.stopped.why | length > 0)"
 		case $c in
 		self)
-			# The same server never fails; a futile stop leaves its rules undecided
-			# (inconclusive, exit 4), never a pass without an interval.
+			# The same server does not fail two jobs in a row (above); a futile stop
+			# leaves its rules undecided (inconclusive, exit 4), never a pass without an
+			# interval.
 			if [[ $rc == 0 || $rc == 4 ]]; then
 				pass "llamacpp ab: -t 1 against itself does not fail (exit $rc, $(jq -r .verdict ab-$c/gate.json))"
 			else

@@ -262,7 +262,7 @@ func CheckURL(u string) error {
 		return fmt.Errorf("invalid target %q: %s", u, urlForms)
 	}
 	if pu.RawQuery != "" || pu.Fragment != "" || pu.ForceQuery {
-		return fmt.Errorf("invalid target %q: %s", u, urlNoQuery)
+		return fmt.Errorf("invalid target %q: %s", pu.Redacted(), urlNoQuery)
 	}
 	return nil
 }
@@ -794,4 +794,19 @@ func (d *decoder) validateCapacity(c *CapacityConfig) {
 	d.checkFrac("capacity.headroom", c.Headroom >= 0 && c.Headroom < 1, "must be at least 0 and less than 100%%")
 	d.check("capacity.redundancy", c.Redundancy >= 0, "must not be negative")
 	d.check("capacity.gpu_hour_usd", c.GPUHourUSD >= 0, "must not be negative")
+}
+
+// URLSecrets are what a URL's user info holds that must never be written: the password,
+// and the user:password pair. None for a URL without a password.
+func URLSecrets(u string) []string {
+	pu, err := url.Parse(u)
+	if err != nil || pu.User == nil {
+		return nil
+	}
+	pw, ok := pu.User.Password()
+	if !ok || pw == "" {
+		return nil
+	}
+	// Both as written and as url.URL.String writes them (escaped).
+	return []string{pw, url.QueryEscape(pw), pu.User.Username() + ":" + pw, pu.User.String()}
 }

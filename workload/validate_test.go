@@ -169,3 +169,16 @@ func TestCheckURLRefusesQueries(t *testing.T) {
 		}
 	}
 }
+
+func TestURLSecrets(t *testing.T) {
+	for u, want := range map[string][]string{
+		"http://u:sk-123@h:8000":  {"sk-123", "sk-123", "u:sk-123", "u:sk-123"},
+		"http://u:p%40ss@h":       {"p@ss", "p%40ss", "u:p@ss", "u:p%40ss"},
+		"http://u@h":              nil,
+		"http://127.0.0.1:8000/x": nil,
+	} {
+		if got := URLSecrets(u); strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("URLSecrets(%q) = %q, want %q", u, got, want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package stats
 import (
 	"fmt"
 	"math"
+	"sync"
 )
 
 // Two kinds of noise move a metric. Sampling noise inside a run: which requests happened
@@ -22,12 +23,19 @@ import (
 //
 //	Var(ln ratio) = σ²·(1/n_b + 1/n_c) + mean(w_b)/n_b + mean(w_c)/n_c
 //
+// where the part of σ² that runs of one engine start share (Spread.SharedSD: between
+// starts and between days, measured by a calibration spread over starts) divides by each
+// side's distinct starts s_b, s_c instead of its runs: repeats on one start are one
+// start.
+//
 // σ² is estimated from runs of the same system (a calibration, or the trials of either
 // side): their sample variance s² includes their own sampling noise, so σ² = max(s² −
 // mean w, 0). The interval is ln ratio ± q·sd, with q Student's t quantile at the
 // Welch–Satterthwaite degrees of freedom of that sum (the sampling terms count as known,
 // the between-run term has the degrees of freedom of s²): with few runs, a wide q says
-// how little they tell.
+// how little they tell. The variance is never taken below s²·(1/n_b + 1/n_c), what the
+// measured runs' own spread gives, so that those degrees of freedom never fall below
+// s²'s (CompareSides).
 
 // Spread is the between-run spread of one metric, as measured on repeated runs of one
 // system.
@@ -41,6 +49,20 @@ type Spread struct {
 	// DF is the degrees of freedom of RunSD: the number of runs minus one (minus the
 	// number of groups when several are pooled). 0: no spread is known.
 	DF int `json:"df"`
+	// SharedSD is the part of the between-run spread that runs served by one engine
+	// start share (what moves between engine starts and between days), as a standard
+	// deviation of ln(value): a side's runs count it once per distinct start
+	// (Side.Starts), not once per run. 0 where the runs that measured the spread did not
+	// sample engine starts.
+	SharedSD float64 `json:"shared_sd,omitempty"`
+}
+
+// parts splits the between-run variance into what each run draws afresh and what the
+// runs of one engine start share.
+func (s Spread) parts() (own, shared float64) {
+	x := s.Between()
+	sh := min(s.SharedSD, x)
+	return x*x - sh*sh, sh * sh
 }
 
 // Known says whether the spread was measured.
@@ -121,16 +143,31 @@ type Noise struct {
 	// Source says where the between-run spread came from ("calibration", "trials",
 	// "blocks"); "" when none is known.
 	Source string
+	// BaselineStarts and CandidateStarts are the distinct engine starts the sides'
+	// runs were counted on (Side.Starts); 0 when no between-run spread is known.
+	BaselineStarts, CandidateStarts int
 }
 
 // Side is one side of a comparison summarised for CompareSides: the mean of its runs'
 // log values and the sampling variance of that mean. Summarise makes one; a side that
 // is compared many times (a committed baseline) need be summarised once.
 type Side struct {
-	Runs     int
+	Runs int
+	// Starts is how many distinct engine starts served the runs (repeats on one start
+	// share its offset); 0: each run had its own.
+	Starts   int
 	LogMean  float64
 	Within   float64 // sampling variance of LogMean
 	Warnings []string
+}
+
+// starts is the number of distinct engine starts the side's between-run spread is
+// averaged over: Starts, or every run its own when that is unknown.
+func (s Side) starts() float64 {
+	if s.Starts > 0 && s.Starts <= s.Runs {
+		return float64(s.Starts)
+	}
+	return float64(s.Runs)
 }
 
 // Summarise bootstraps each run of a side (the requests of each run resampled) and
@@ -177,8 +214,10 @@ const (
 //
 // Point is the ratio of the sides' geometric means of their runs' values; Lo and Hi are
 // Point·exp(∓q·sd). Baseline and Candidate are the sides' geometric means. The verdict
-// follows Compare's rule. source names where sp was measured.
-func CompareSpread(base, cand []Metric, sp Spread, source string, pol Policy) (Result, Noise) {
+// follows Compare's rule. source names where sp was measured. bStarts and cStarts are
+// the distinct engine starts that served each side's runs (Side.Starts; 0: each run its
+// own).
+func CompareSpread(base, cand []Metric, bStarts, cStarts int, sp Spread, source string, pol Policy) (Result, Noise) {
 	b, whyB := Summarise(base, pol, StreamBaseline)
 	c, whyC := Summarise(cand, pol, StreamCandidate)
 	switch {
@@ -187,6 +226,7 @@ func CompareSpread(base, cand []Metric, sp Spread, source string, pol Policy) (R
 	case whyC != "":
 		return CompareSides(Side{}, Side{}, sp, source, pol, "candidate "+whyC)
 	}
+	b.Starts, c.Starts = bStarts, cStarts
 	return CompareSides(b, c, sp, source, pol, "")
 }
 
@@ -213,25 +253,35 @@ func CompareSides(b, c Side, sp Spread, source string, pol Policy, why string) (
 		return res.incomparable(fmt.Sprintf("%d baseline and %d candidate runs: nothing to compare", b.Runs, c.Runs)), nz
 	}
 	res.Baseline, res.Candidate = math.Exp(b.LogMean), math.Exp(c.LogMean)
-	nb, nc := float64(b.Runs), float64(c.Runs)
 	between, run := 0.0, 0.0
 	if sp.Known() {
-		x := sp.Between()
-		between = x * x * (1/nb + 1/nc)
-		run = sp.RunSD * sp.RunSD * (1/nb + 1/nc)
+		// Each run's own part averages over its side's runs, the part one engine start
+		// shares over its side's distinct starts: repeats on one start are one start.
+		own, shared := sp.parts()
+		k := 1/float64(b.Runs) + 1/float64(c.Runs)
+		ks := 1/b.starts() + 1/c.starts()
+		between = own*k + shared*ks
+		run = (sp.RunSD*sp.RunSD-shared)*k + shared*ks
+		nz.BaselineStarts, nz.CandidateStarts = int(b.starts()), int(c.starts())
 	}
 	within := b.Within + c.Within
-	nz.Within, nz.Between = math.Sqrt(within), math.Sqrt(between)
 	df := math.Inf(1)
 	if run > 0 {
 		// The between-run part is s² − mean w, and its uncertainty is that of the runs'
 		// variance s² on sp.DF degrees of freedom, however little of s² is left once the
 		// sampling noise is taken out: when the runs moved about as much as their
 		// sampling noise says, the between-run spread could still be several times its
-		// estimate (a calibration of 10 runs with s² ≈ w gave 2,453 degrees of freedom
-		// when they were counted from the estimate alone, and an unchanged server failed).
+		// estimate. Welch–Satterthwaite on that sum collapses when the sides' own
+		// sampling noise is smaller than the measured runs' (a 4-run calibration gave
+		// 0.24 degrees of freedom, an interval of [0, ∞], and a 7.5× regression read
+		// inconclusive). So the interval is never narrower than the measured runs' own
+		// spread at the sides' run counts, s²·(1/n_b + 1/n_c): the between-run part is
+		// raised to make up the difference, and the degrees of freedom are then at
+		// least sp.DF, the design's, never fewer.
+		between = max(between, run-within)
 		df = (within + between) * (within + between) / (run * run / float64(sp.DF))
 	}
+	nz.Within, nz.Between = math.Sqrt(within), math.Sqrt(between)
 	res = combined(res, c.LogMean-b.LogMean, within, df, &nz)
 	if !sp.Known() {
 		res.Warnings = append(res.Warnings, "the between-run spread is unknown: the interval holds only the sampling noise of the requests; measure the spread with `slogate calibrate` or repeats")
@@ -283,6 +333,54 @@ func Detectable(nz Noise, tolerance, power float64) float64 {
 // the half-width of their percentile interval where the IQR is 0 (a statistic with few
 // distinct values).
 func logWithin(m Metric, pol Policy, stream uint64) (v, sd float64, why string) {
+	if k, ok := m.(*kept); ok {
+		return k.within(pol, stream)
+	}
+	return resampledWithin(m, pol, stream)
+}
+
+// Keep returns m with its resampled spread kept: a statistic compared several times
+// under one policy (a job judged again on the same blocks) is resampled once for each
+// policy and stream. Safe for concurrent use; m must not change.
+func Keep(m Metric) Metric {
+	if _, ok := m.(*kept); ok {
+		return m
+	}
+	return &kept{Metric: m, got: map[keptKey]keptWithin{}}
+}
+
+type kept struct {
+	Metric
+	mu  sync.Mutex
+	got map[keptKey]keptWithin
+}
+
+// keptKey is everything of a policy that resampledWithin reads.
+type keptKey struct {
+	seed, stream uint64
+	resamples    int
+	confidence   float64
+}
+
+type keptWithin struct {
+	v, sd float64
+	why   string
+}
+
+func (k *kept) within(pol Policy, stream uint64) (float64, float64, string) {
+	key := keptKey{pol.Seed, stream, pol.Resamples, pol.Confidence}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if w, ok := k.got[key]; ok {
+		return w.v, w.sd, w.why
+	}
+	var w keptWithin
+	w.v, w.sd, w.why = resampledWithin(k.Metric, pol, stream)
+	k.got[key] = w
+	return w.v, w.sd, w.why
+}
+
+func resampledWithin(m Metric, pol Policy, stream uint64) (v, sd float64, why string) {
 	if m.Len() == 0 {
 		return 0, 0, "has no requests"
 	}

@@ -34,7 +34,7 @@ func TestGoodputIntervalHasWidth(t *testing.T) {
 	if within.Lo != within.Hi {
 		t.Fatalf("within-run interval [%v, %v]: expected no width from requests alone", within.Lo, within.Hi)
 	}
-	res, nz := CompareSpread([]Metric{base}, []Metric{cand}, Spread{RunSD: 0.02, DF: 9}, "calibration", pol)
+	res, nz := CompareSpread([]Metric{base}, []Metric{cand}, 0, 0, Spread{RunSD: 0.02, DF: 9}, "calibration", pol)
 	if !(res.Lo < res.Point && res.Point < res.Hi) || nz.Between <= 0 || nz.DF <= 0 {
 		t.Fatalf("with a known spread: [%v, %v, %v], noise %+v", res.Lo, res.Point, res.Hi, nz)
 	}
@@ -59,7 +59,7 @@ func TestCompareSpreadSeparates(t *testing.T) {
 		cand float64
 		want Verdict
 	}{{160, Fail}, {104, Inconclusive}, {115, Inconclusive}} {
-		res, _ := CompareSpread(base, []Metric{constant(c.cand)}, sp, "trials", pol)
+		res, _ := CompareSpread(base, []Metric{constant(c.cand)}, 0, 0, sp, "trials", pol)
 		if res.Verdict != c.want {
 			t.Errorf("candidate %v: %s [%.3f, %.3f], want %s", c.cand, res.Verdict, res.Lo, res.Hi, c.want)
 		}
@@ -108,6 +108,72 @@ func TestCompareSidesDFFollowsTheRunsVariance(t *testing.T) {
 		_, nz := CompareSides(b, c, sp, "calibration", pol, "")
 		if nz.DF <= 0 || nz.DF > 30 {
 			t.Errorf("%+v: %.1f degrees of freedom, want about the runs' 9 (at most 30)", sp, nz.DF)
+		}
+	}
+}
+
+// TestKeepResamplesOnce: a kept metric gives the comparison exactly what the metric
+// itself gives, and resamples once per policy however often it is compared.
+func TestKeepResamplesOnce(t *testing.T) {
+	vals := make([]float64, 300)
+	for i := range vals {
+		vals[i] = 10 + math.Mod(float64(i)*7.3, 5)
+	}
+	evals := 0
+	counted := Func{N: len(vals), F: func(w []int32) float64 {
+		evals++
+		return NewPercentile(vals, 0.9).Eval(w)
+	}}
+	pol := Policy{Resamples: 200, Confidence: 0.95, Seed: 3}
+	v, sd, why := logWithin(NewPercentile(vals, 0.9), pol, streamBase)
+	k := Keep(counted)
+	for i := range 3 {
+		kv, ksd, kwhy := logWithin(k, pol, streamBase)
+		if kv != v || ksd != sd || kwhy != why {
+			t.Fatalf("look %d: kept (%v, %v, %q), the metric itself (%v, %v, %q)", i, kv, ksd, kwhy, v, sd, why)
+		}
+	}
+	if want := 1 + pol.Resamples; evals != want { // Value, then the resamples
+		t.Errorf("three comparisons of a kept metric evaluated it %d times, want %d (once)", evals, want)
+	}
+	other := pol
+	other.Seed = 4
+	if logWithin(k, other, streamBase); evals != 2*(1+pol.Resamples) {
+		t.Errorf("another seed: %d evaluations in all, want %d (a new resampling)", evals, 2*(1+pol.Resamples))
+	}
+	if Keep(k) != k {
+		t.Error("Keep of a kept metric wraps it again")
+	}
+}
+
+// A calibration of few runs whose spread is mostly their own sampling noise, against a
+// candidate whose sampling noise is smaller than theirs (a slower engine's smoother
+// p99): the interval's degrees of freedom are never fewer than the calibration's, the
+// interval is finite, no narrower than the runs' own spread gives, and a 4× regression
+// fails. (Welch–Satterthwaite on the raw parts gave 0.24 degrees of freedom, [0, ∞],
+// and an inconclusive 7.5× regression.)
+func TestCompareSidesDegreesOfFreedomNeverCollapse(t *testing.T) {
+	sp := Spread{RunSD: 0.11675, WithinSD: 0.124642, DF: 3} // 4 runs of 60 requests
+	base := Side{Runs: 4, LogMean: math.Log(24), Within: sp.WithinSD * sp.WithinSD / 4}
+	pol := Policy{Direction: LowerIsBetter, Tolerance: 0.5}
+	q := tQuantile(0.975, 3)
+	floor := math.Expm1(q * sp.RunSD * math.Sqrt(1.0/4+1))
+	for _, c := range []struct {
+		ratio, candSD float64
+		want          Verdict
+	}{
+		{4, 0.03, Fail}, {7.5, 0.03, Fail}, {4, 0.2, Fail}, {1, 0.03, Inconclusive}, {1, 0.2, Inconclusive},
+	} {
+		cand := Side{Runs: 1, LogMean: math.Log(24 * c.ratio), Within: c.candSD * c.candSD}
+		res, nz := CompareSides(base, cand, sp, "calibration", pol, "")
+		if res.Verdict != c.want {
+			t.Errorf("ratio %v, candidate sd %v: %s [%.3f, %.3f] on %.2f degrees of freedom, want %s", c.ratio, c.candSD, res.Verdict, res.Lo, res.Hi, nz.DF, c.want)
+		}
+		if nz.DF < float64(sp.DF) || math.IsInf(res.Hi, 1) || !(res.Lo > 0) {
+			t.Errorf("ratio %v, candidate sd %v: [%v, %v] on %v degrees of freedom, want a finite interval on at least %d", c.ratio, c.candSD, res.Lo, res.Hi, nz.DF, sp.DF)
+		}
+		if res.Resolution < floor*(1-1e-9) {
+			t.Errorf("ratio %v, candidate sd %v: resolution ±%.1f%%, narrower than the calibration runs' own ±%.1f%%", c.ratio, c.candSD, 100*res.Resolution, 100*floor)
 		}
 	}
 }

@@ -278,7 +278,13 @@ func KnownSDSequence(n int, sd, conf float64) float64 {
 // Ville's inequality δ0 leaves {M_n < 1/α} at some look with probability at most α.
 // With v = 0 it is KnownSDSequence; unlike ConfidenceSequence it excludes values from
 // the first run on, since the variance is not estimated from the runs.
-func RepeatsSequence(base Side, candLogs []float64, sp Spread, pol Policy) (point, lo, hi float64, dec Decision, ok bool) {
+//
+// The part of the spread that runs of one engine start share (Spread.SharedSD) is
+// counted once per baseline start in v, and, when the candidate's runs did not each
+// have their own start (candStarts < their number), moved from σ² into v: every look
+// then shares one start offset, which more runs do not average out. (Runs spread over
+// a few starts are so taken as one: the safe side.)
+func RepeatsSequence(base Side, candLogs []float64, candStarts int, sp Spread, pol Policy) (point, lo, hi float64, dec Decision, ok bool) {
 	pol, _, errs := pol.effective()
 	if len(errs) > 0 || !sp.Known() || len(candLogs) == 0 || base.Runs == 0 {
 		return 0, 0, 0, Undecided, false
@@ -291,9 +297,14 @@ func RepeatsSequence(base Side, candLogs []float64, sp Spread, pol Policy) (poin
 		m += x
 	}
 	m /= float64(len(candLogs))
-	between := max(sp.RunSD*sp.RunSD-sp.WithinSD*sp.WithinSD, 0)
-	v := between/float64(base.Runs) + base.Within
-	h := SharedSequenceHalfWidth(len(candLogs), sp.RunSD, v, pol.Confidence)
+	own, shared := sp.parts()
+	v := own/float64(base.Runs) + shared/base.starts() + base.Within
+	s2 := sp.RunSD * sp.RunSD
+	if candStarts < len(candLogs) {
+		v += shared
+		s2 -= shared
+	}
+	h := SharedSequenceHalfWidth(len(candLogs), math.Sqrt(s2), v, pol.Confidence)
 	d := m - base.LogMean
 	point, lo, hi = math.Exp(d), math.Exp(d-h), math.Exp(d+h)
 	return point, lo, hi, Decide(pol.Direction, pol.Tolerance, lo, hi), true

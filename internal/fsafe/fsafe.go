@@ -1,5 +1,6 @@
 // Package fsafe opens the files slogate reads so that no path can hang it or flood its
-// memory: only a regular file is opened. A named pipe blocks an open until a writer
+// memory, and writes its files so that no path can redirect or destroy what it writes
+// (write.go): only a regular file is opened. A named pipe blocks an open until a writer
 // comes, a device such as /dev/zero never ends, and a socket or a directory is no record;
 // each is refused with an error that names the path and what it is.
 //
@@ -17,13 +18,24 @@ import (
 	"strings"
 )
 
-// NotRegularError says that a path names something other than a regular file.
+// NotRegularError says that a path names something other than a regular file (or, with
+// WantDir, other than a directory).
 type NotRegularError struct {
 	Path string
 	Mode fs.FileMode
+	// Writing: the path was to be written (WriteFile, Create, ProbeDir).
+	Writing bool
+	// WantDir: the path was to be a directory.
+	WantDir bool
 }
 
 func (e *NotRegularError) Error() string {
+	switch {
+	case e.WantDir:
+		return fmt.Sprintf("%s is %s, not a directory", e.Path, Kind(e.Mode))
+	case e.Writing:
+		return fmt.Sprintf("%s is %s, not a regular file: slogate writes only regular files, and never through a link at the path it writes; remove it or give another path", e.Path, Kind(e.Mode))
+	}
 	return fmt.Sprintf("%s is %s, not a regular file", e.Path, Kind(e.Mode))
 }
 

@@ -5,12 +5,13 @@ package fsafe
 import (
 	"errors"
 	"io/fs"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/slogate/slogate/internal/fsafe/fsafetest"
 )
 
 // specials makes a named pipe, a socket and a directory in a temporary directory and
@@ -22,18 +23,7 @@ func specials(t *testing.T) map[string]string {
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// A socket path must be short; the test's directory may not be.
-	sdir, err := os.MkdirTemp("", "fs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(sdir) })
-	sock := filepath.Join(sdir, "s")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
+	sock := fsafetest.UnixSocket(t)
 	link := filepath.Join(dir, "link.json")
 	if err := os.Symlink(fifo, link); err != nil {
 		t.Fatal(err)

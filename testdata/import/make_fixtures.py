@@ -137,7 +137,7 @@ def guidellm(path, seed, errors=None, slow=1.0, later=False):
         json.dump(rep, f)
 
 
-def aiperf(dirname, seed, errors=None, slow=1.0, schema="1.3", old=False):
+def aiperf(dirname, seed, errors=None, slow=1.0, schema="1.3"):
     os.makedirs(dirname, exist_ok=True)
     r = random.Random(seed)
     t0 = 1762179300_000_000_000
@@ -176,8 +176,6 @@ def aiperf(dirname, seed, errors=None, slow=1.0, schema="1.3", old=False):
                 "inter_token_latency": {"value": sum(icl) / (out - 1), "unit": "ms"},
                 "output_token_throughput_per_user": {"value": 1000 * (out - 1) / sum(icl), "unit": "tokens/sec/user"}},
                 "error": None}
-        if old:
-            rec["metadata"] = {"x_request_id": md["x_request_id"], "timestamp_ns": start, "worker_id": md["worker_id"], "credit_phase": "profiling"}
         ends.append(md["request_end_ns"])
         lines.append(json.dumps(rec, separators=(",", ":")))
     with open(os.path.join(dirname, "profile_export.jsonl"), "w") as f:
@@ -185,7 +183,10 @@ def aiperf(dirname, seed, errors=None, slow=1.0, schema="1.3", old=False):
     dur = (max(ends) - t0) / 1e9
     summary = {
         "schema_version": schema, "aiperf_version": "0.5.0", "benchmark_id": f"bench-{seed}",
-        "request_count": {"unit": "requests", "avg": N},
+        # AIPerf counts the requests that succeeded here, the failed ones in
+        # error_request_count (as its own example artifacts do).
+        "request_count": {"unit": "requests", "avg": N - len(errors or {})},
+        **({"error_request_count": {"unit": "requests", "avg": len(errors)}} if errors else {}),
         "benchmark_duration": {"unit": "sec", "avg": dur},
         "input_config": {"endpoint": {"model_names": [MODEL], "type": "chat", "streaming": True, "url": "localhost:8000"},
                          "input": {"prompt": {"input_tokens": {"mean": 256, "stddev": 64}, "output_tokens": {"mean": 30}}, "random_seed": 7},
@@ -211,4 +212,3 @@ guidellm("guidellm/unsupported.json", 23, later=True)
 aiperf("aiperf/baseline", 31)
 aiperf("aiperf/candidate", 32, errors={3: (503, "HTTPStatusError", "Service Unavailable"), 50: (499, "RequestCancellationError", "Request was cancelled after 0.000 seconds")})
 aiperf("aiperf/unsupported", 33, schema="2.0")
-aiperf("aiperf/old-records", 34, old=True)

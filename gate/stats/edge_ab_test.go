@@ -1,0 +1,105 @@
+package stats
+
+import (
+	"math"
+	"math/rand/v2"
+)
+
+// abJob draws the blocks of an A/B job laid out ABBA, n blocks, the candidate's log
+// level delta above the baseline's. With restarts every block has its own engine start
+// (its offset drawn per block); swapped, each side's engine keeps the one start's offset
+// drawn before the first block. The noise model shapes each block's own offset and
+// sampling error; the start offsets are normal (edgeWorld).
+func (w edgeWorld) abJob(r *rand.Rand, m noiseModel, delta float64, n int, swapped bool) []Block {
+	startB, startC := w.start*r.NormFloat64(), w.start*r.NormFloat64()
+	blocks := make([]Block, n)
+	for i := range blocks {
+		cand := i%4 == 1 || i%4 == 2
+		x := w.run*m.Draw(r) + w.within*m.Draw(r)
+		switch {
+		case !swapped:
+			x += w.start * r.NormFloat64()
+		case cand:
+			x += startC
+		default:
+			x += startB
+		}
+		if cand {
+			x += delta
+		}
+		blocks[i] = Block{Candidate: cand, At: float64(i), Metric: flat(math.Exp(x))}
+	}
+	return blocks
+}
+
+// pooledSide is a side's pooled statistic for CompareBlocks: the blocks here carry no
+// requests to pool, so a constant at the side's geometric mean.
+func pooledSide(blocks []Block, cand bool) Metric {
+	var s float64
+	var n int
+	for _, b := range blocks {
+		if b.Candidate == cand {
+			s += math.Log(Value(b.Metric))
+			n++
+		}
+	}
+	return flat(math.Exp(s / float64(n)))
+}
+
+// flat is a statistic of value v that resampling never moves: a block's or side's
+// value, its sampling error drawn into it already.
+func flat(v float64) Metric { return Func{N: 1, F: func([]int32) float64 { return v }} }
+
+func fixedAB(blocks []Block, pol Policy, sh Shared) Verdict {
+	res, _ := CompareBlocksShared(blocks, pooledSide(blocks, false), pooledSide(blocks, true), pol, sh)
+	return res.Verdict
+}
+
+// seqAB is a sequential A/B job looked at after every pair from minBlocks on, at most
+// maxBlocks: the pairs' confidence sequence (with the shared part) decides; with a final
+// share f the looks before the maximum take 1 − (1 − c)(1 − f) and the maximum is judged
+// by the fixed interval at 1 − f(1 − c) (gate.ABStop). It says whether the job failed.
+func seqAB(blocks []Block, pol Policy, sh Shared, minBlocks, maxBlocks int, final float64) bool {
+	seqPol, finPol := pol, pol
+	if final > 0 {
+		seqPol.Confidence = 1 - (1-pol.Confidence)*(1-final)
+		finPol.Confidence = 1 - final*(1-pol.Confidence)
+	}
+	for n := minBlocks; n <= maxBlocks; n += 2 {
+		if n == maxBlocks && final > 0 {
+			return fixedAB(blocks[:n], finPol, sh) == Fail
+		}
+		_, _, _, dec, ok := SequentialBlocksShared(blocks[:n], seqPol, sh)
+		if ok && dec != Undecided {
+			return dec == DecidedFail
+		}
+	}
+	return false
+}
+
+// abRules: the A/B rules, each block's spread as the committed rules' world; swapped
+// engines add their starts' part from a known spread between starts.
+func abRules() []edgeRule {
+	w := edgeWorld{start: 0.04, run: 0.02, within: 0.03}
+	pol := edgePolicy
+	sh := Shared{Var: 2 * w.start * w.start}
+	job := func(n int, swapped bool, fails func([]Block) bool) func(r *rand.Rand, m noiseModel, delta float64) bool {
+		return func(r *rand.Rand, m noiseModel, delta float64) bool { return fails(w.abJob(r, m, delta, n, swapped)) }
+	}
+	return []edgeRule{
+		{name: "A/B fixed, 8 blocks, restarts", aa: 0.004, power: 0.45, fails: job(8, false, func(b []Block) bool { return fixedAB(b, pol, Shared{}) == Fail })},
+		{name: "A/B fixed, 8 blocks, swapped", aa: 0.004, power: 0.28, fails: job(8, true, func(b []Block) bool { return fixedAB(b, pol, sh) == Fail })},
+		{name: "A/B sequential 4-16, restarts", aa: 0.004, power: 0.38, fails: job(16, false, func(b []Block) bool { return seqAB(b, pol, Shared{}, 4, 16, 0) })},
+		{name: "A/B sequential 4-16, swapped", aa: 0.004, power: 0.03, fails: job(16, true, func(b []Block) bool { return seqAB(b, pol, sh, 4, 16, 0) })},
+		{name: "A/B sequential 4-16, final share 0.5", aa: 0.004, power: 0.75, fails: job(16, false, func(b []Block) bool { return seqAB(b, pol, Shared{}, 4, 16, 0.5) })},
+		{name: "negative control: a fixed A/B interval at every pair, 4-32", control: true, fails: job(32, false, func(b []Block) bool {
+			for n := 4; n <= 32; n += 2 {
+				if fixedAB(b[:n], pol, Shared{}) == Fail {
+					return true
+				}
+			}
+			return false
+		})},
+		{name: "negative control: swapped A/B without the starts' part", control: true, fails: job(8, true, func(b []Block) bool { return fixedAB(b, pol, Shared{}) == Fail })},
+	}
+}
