@@ -12,30 +12,33 @@ import (
 )
 
 // TestRunRepeatsStopWhenDecided: against a baseline calibrated over four engine starts,
-// a candidate of repeats 6 whose steps are four times as long (--slowdown 20 against 5)
+// a candidate of repeats 6 whose steps are four times as long (--slowdown 40 against 10)
 // runs with --min-repeats 2: its trials stop as soon as ITL p99 is decided fail, before
 // the sixth; the last trial's record says how many ran and why; the gate accepts the
 // fewer records, judges the rule by the sequence its stop looked at, fails, and says in
 // gate.json how many ran. An unchanged engine of repeats 3 with --min-repeats 3 runs
 // every repeat, its last trial says so, and its gate accepts them.
 //
-// It is quiet: its calibration of four runs, measured beside fifteen other jobs, once
-// came out with an ITL p99 spread wide enough that a candidate four times slower stayed
-// undecided through its six runs.
+// Its steps are long (≈ 20 ms against 80 ms): at 10 ms steps its calibration of four
+// runs, measured beside the other tests and gate's Monte-Carlo suites, came out with an
+// ITL p99 spread (the machine's stalls, not the engine's) wide enough that a candidate
+// four times slower stayed undecided through its six runs, in one of three `go test
+// ./...` runs. The repeats share one engine start, so their count cannot narrow the
+// between-start part of that spread.
 func TestRunRepeatsStopWhenDecided(t *testing.T) {
 	quiet(t)
 	long(t)
 	withRepeats := func(cfg string, n int) string {
 		return strings.Replace(cfg, "    seed: 3\n", "    seed: 3\n    repeats: "+itoa(n)+"\n", 1)
 	}
-	base := writeConfig(t, withRepeats(startedSimConfig(t, "--slowdown 5 --noise-speed-sd 0.05"), 6))
+	base := writeConfig(t, withRepeats(startedSimConfig(t, "--slowdown 10 --noise-speed-sd 0.05"), 6))
 	baselines := filepath.Join(filepath.Dir(base), "baselines")
 	a, out, errb := testApp(t)
 	if code := a.run(cmdCtx(t), []string{"calibrate", "-c", base, "--runs", "4", "-o", t.TempDir()}); code != ExitOK {
 		t.Fatalf("calibrate: exit %d\n%s\n%s", code, out, errb)
 	}
 
-	cand := writeConfig(t, withRepeats(startedSimConfig(t, "--slowdown 20"), 6))
+	cand := writeConfig(t, withRepeats(startedSimConfig(t, "--slowdown 40"), 6))
 	dir := t.TempDir()
 	a, out, errb = testApp(t)
 	if code := a.run(cmdCtx(t), []string{"run", "-c", cand, "--min-repeats", "2", "--baselines", baselines, "-o", dir}); code != ExitOK {
@@ -51,7 +54,10 @@ func TestRunRepeatsStopWhenDecided(t *testing.T) {
 		n, last = i, rec
 	}
 	if last == nil || n >= 6 || n < 2 {
-		t.Fatalf("%d trials ran, want from 2 to 5\n%s", n, errb)
+		// What the gate makes of the trials says why they did not stop.
+		g, gout, gerr := testApp(t)
+		g.run(cmdCtx(t), []string{"gate", "-c", cand, "-r", dir, "--baselines", baselines})
+		t.Fatalf("%d trials ran, want from 2 to 5\n%s\nthe gate on them:\n%s%s", n, errb, gout, gerr)
 	}
 	st := last.RepeatStop
 	if st == nil || st.Reason != result.RepeatsDecided || st.Run != n || st.Repeats != 6 || st.MinRepeats != 2 || !strings.Contains(st.Why, "itl_p99") || !strings.Contains(st.Why, "decided fail") {
@@ -88,7 +94,7 @@ func TestRunRepeatsStopWhenDecided(t *testing.T) {
 
 	// The same engine as the baseline with repeats 3 (repeats are outside the workload
 	// hash), looked at from the third: ran in full, accepted.
-	same := writeConfig(t, withRepeats(startedSimConfig(t, "--slowdown 5 --noise-speed-sd 0.05"), 3))
+	same := writeConfig(t, withRepeats(startedSimConfig(t, "--slowdown 10 --noise-speed-sd 0.05"), 3))
 	dir2 := t.TempDir()
 	a, out, errb = testApp(t)
 	if code := a.run(cmdCtx(t), []string{"run", "-c", same, "--min-repeats", "3", "--baselines", baselines, "-o", dir2}); code != ExitOK {
