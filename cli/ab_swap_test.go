@@ -83,8 +83,23 @@ func TestABSwapsWithoutRestarts(t *testing.T) {
 			a, out, errb := testApp(t)
 			code := a.run(cmdCtx(t), []string{"ab", "-c", cand, "--baseline-config", base, "--blocks", "4", "-o", dir})
 			res := abGateJSON(t, dir, code, out, errb)
-			// The same engine on both sides: never a failure.
-			if (code != ExitOK && code != ExitInconclusive) || res.Verdict == gate.Fail || res.Verdict == gate.Error {
+			// The same engine on both sides, each started once for the job: what differs
+			// between the two starts is one offset the blocks cannot see, and without a
+			// calibration that measured it the gate says it leaves it out. So a fail is
+			// possible (once: ITL p99 20.5 ms on A's blocks, 24–27 ms on B's), and must
+			// carry that warning; an error never is.
+			if res.Verdict == gate.Fail {
+				warned := false
+				for _, m := range res.Workloads[0].Metrics {
+					if m.Verdict == gate.Fail && slicesContains(m.Warnings, "the spread between engine starts is unknown") {
+						warned = true
+					}
+				}
+				if !warned || code != ExitGateFailed {
+					t.Fatalf("exit %d, a fail without the warning that the starts' spread is unknown: %+v\n%s", code, res.Workloads[0].Metrics, errb)
+				}
+				t.Logf("the two engines' starts differed (a fail the gate warned of)")
+			} else if (code != ExitOK && code != ExitInconclusive) || res.Verdict == gate.Error {
 				t.Fatalf("exit %d verdict %s\n%s", code, res.Verdict, errb)
 			}
 			var sum result.ABSwap

@@ -107,7 +107,10 @@ func TestRealClientQueueing(t *testing.T) {
 	if p99 < 3*p50/2 || p99 < 500_000 {
 		t.Errorf("TTFT p50 %dµs, p99 %dµs: the queue should put p99 far above p50", p50, p99)
 	}
-	if lag := median(lagsUS(out.Measured)); lag > 2000 {
+	// A client that waited for the queue would send at the queue's pace, its median
+	// lag near TTFT p50 (0.5 s); one interval between arrivals (25 ms) leaves room for
+	// a loaded machine's stalls (4.8 ms once under -race beside a compile).
+	if lag := median(lagsUS(out.Measured)); lag > 25_000 {
 		t.Errorf("dispatch lag p50 %dµs: the client must keep its schedule while the server queues", lag)
 	}
 }

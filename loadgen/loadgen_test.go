@@ -150,8 +150,12 @@ func TestOpenLoopSchedule(t *testing.T) {
 	if out.Window.StartUS != base || out.Window.EndUS != endMax {
 		t.Errorf("window %+v, want [%d, %d]", out.Window, base, endMax)
 	}
-	if p50 := median(lagsUS(out.Measured)); p50 > 2000 {
-		t.Errorf("dispatch lag p50 %dµs, want < 2ms", p50)
+	// A client that cannot keep a schedule falls further behind with every arrival: at
+	// 10% too slow it is 25 ms late by the 50th. A loaded machine's stalls do not add
+	// up (under -race beside a compile the median read 9 ms once; on a quiet machine
+	// it is well under 1 ms).
+	if p50 := median(lagsUS(out.Measured)); p50 > 25_000 {
+		t.Errorf("dispatch lag p50 %dµs, want < 25 ms", p50)
 	}
 	if len(out.InFlight) < 3 {
 		t.Errorf("in-flight series has %d samples over a 0.5 s window", len(out.InFlight))

@@ -65,8 +65,11 @@ func TestPerTokenITLFromMultiTokenChunks(t *testing.T) {
 			if r := s.ITLTokenms.Mean / s.ITLms.Mean; math.Abs(r-0.25) > 0.01 {
 				t.Errorf("per-token ITL mean %.3f ms, chunk ITL mean %.3f ms: ratio %.3f, want 1/4", s.ITLTokenms.Mean, s.ITLms.Mean, r)
 			}
-			if s.ITLms.P50 < 1 {
-				t.Errorf("chunk ITL p50 %.3f ms: the simulator's steps should space chunks out", s.ITLms.P50)
+			// The mean gap is the stream's span over its gaps, which a reader that wakes
+			// late and reads chunks together does not shorten (its p50 read 0.029 ms
+			// once, under -race on a loaded machine).
+			if s.ITLms.Mean < 1 {
+				t.Errorf("chunk ITL mean %.3f ms: the simulator's steps should space chunks out", s.ITLms.Mean)
 			}
 		})
 	}
