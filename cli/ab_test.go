@@ -35,22 +35,22 @@ func TestABAgainstSimulators(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel() // independent jobs, each with its own engines
-			job := func() (string, int, gate.Result, *bytes.Buffer) {
+			job := func() (string, int, gate.Result, *bytes.Buffer, *bytes.Buffer) {
 				base := writeConfig(t, startedSimConfig(t, "--slowdown 5"))
 				cand := writeConfig(t, startedSimConfig(t, c.candArgs))
 				dir := t.TempDir()
 				a, out, errb := testApp(t)
 				code := a.run(cmdCtx(t), []string{"ab", "-c", cand, "--baseline-config", base, "--blocks", c.blocks, "-o", dir})
-				return dir, code, abGateJSON(t, dir, code, out, errb), errb
+				return dir, code, abGateJSON(t, dir, code, out, errb), out, errb
 			}
-			dir, code, res, errb := job()
+			dir, code, res, out, errb := job()
 			// Each rule of an A/A job fails at most α of the time, by design, and on two
 			// cores shared with the other tests the load moves between blocks: once, four
 			// blocks' ITL p99 read 1.60 [1.20, 2.14]. A failed A/A job runs once more and
 			// the second is judged; a correct rule fails two in a row at most α² of the time.
 			if c.want == gate.Pass && res.Verdict == gate.Fail {
 				t.Logf("the A/A job failed (exit %d): once more\n%s", code, errb)
-				dir, code, res, errb = job()
+				dir, code, res, out, errb = job()
 			}
 			var itl *gate.MetricResult
 			for i, m := range res.Workloads[0].Metrics {
@@ -99,8 +99,21 @@ func TestABAgainstSimulators(t *testing.T) {
 					t.Error(err)
 				}
 			}
-			if md, _ := os.ReadFile(filepath.Join(dir, "comment.md")); !strings.Contains(string(md), layout) {
+			md, _ := os.ReadFile(filepath.Join(dir, "comment.md"))
+			if !strings.Contains(string(md), layout) {
 				t.Errorf("the comment does not say how the blocks were laid out (%s)", layout)
+			}
+			// The values shown are the job's, and give the ratio shown: every block's
+			// goodput came out the same, once shown as 5.401 against 4.737 at Δ +0.0%.
+			html, _ := os.ReadFile(filepath.Join(dir, "report.html"))
+			checkShownRatios(t, res, out.String(), string(md), string(html))
+			// An A/B job keeps no baseline: its next steps name none to commit (they
+			// asked to commit "A/B: the baseline engine's blocks of this job").
+			if strings.Contains(string(md), "baseline update") || strings.Contains(string(md), "blocks of this job</code>") {
+				t.Errorf("the comment asks to commit a baseline:\n%s", md)
+			}
+			if res.Verdict == gate.Fail && !strings.Contains(string(md), "**Next:** fix the regression and push again") {
+				t.Errorf("the failed job's comment does not say what to do next:\n%s", md)
 			}
 		})
 	}
@@ -324,10 +337,10 @@ func TestABFinalShareJudgesTheMaximum(t *testing.T) {
 	if want := "no decision before the maximum; judged there by the blocks' fixed interval at 97.5% confidence (--final-share 0.5)"; w.Stopped.Why != want {
 		t.Errorf("stopped.why %q, want %q", w.Stopped.Why, want)
 	}
-	if !slices.ContainsFunc(w.Warnings, func(s string) bool {
+	if !slices.ContainsFunc(w.Notes, func(s string) bool {
 		return strings.Contains(s, "at the maximum by the blocks' fixed interval at the other 50%")
 	}) {
-		t.Errorf("the workload does not say how the job is judged: %q", w.Warnings)
+		t.Errorf("the workload's notes do not say how the job is judged: %q", w.Notes)
 	}
 	rec, err := result.Read(filepath.Join(dir, "small.ab1.baseline.json"))
 	if err != nil || rec.AB.FinalShare != 0.5 {

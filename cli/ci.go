@@ -34,7 +34,9 @@ INPUT_ALLOW-FORK-PRS, INPUT_WORKING-DIRECTORY) and, by mode:
   gate      run, gate against the committed baselines, report, publish (pull requests)
   baseline  run and write new baselines; outside a pull request, open a pull request with them
   audit     show the baselines' versions, age and drift from this machine
-  run       run only
+  run       run only (with INPUT_SHARD and INPUT_START-AT: one shard of a sharded run)
+  merge     merge the shard records under INPUT_SHARDS, then gate the merged run as gate does
+  ab        measure the pull request's base and head in alternating blocks, gate head against base
 Every file (records, gate.json, comment.md, report.html, the job summary) is written
 before the first call to GitHub. The exit code follows fail-on (fail, inconclusive, warn, never); a
 tool or engine failure is exit 3 whatever fail-on says.`

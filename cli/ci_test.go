@@ -203,6 +203,11 @@ func TestCIEndToEnd(t *testing.T) {
 	if raw, err := os.ReadFile(filepath.Join(dir, "slogate-out", "gate.json")); err != nil || json.Unmarshal(raw, &gj) != nil || !(gj.GPUMinutes > 0.01 && gj.GPUMinutes < 2) {
 		t.Errorf("gate.json gpu_minutes %v (%v)", gj.GPUMinutes, err)
 	}
+	// Every rule's values give the ratio shown beside them: gate.json, the log's table,
+	// the comment and the report.
+	md, _ := os.ReadFile(filepath.Join(dir, "slogate-out", "comment.md"))
+	html, _ := os.ReadFile(filepath.Join(dir, "slogate-out", "report.html"))
+	checkShownRatios(t, gj, log, string(md), string(html))
 	if !strings.Contains(summary, "GPU time of this job: ") {
 		t.Errorf("the comment does not say the job's GPU time:\n%s", summary)
 	}

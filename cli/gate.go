@@ -27,7 +27,9 @@ sweep baseline beside the workload's baseline by the max_sustainable_rps rule. -
 writes the whole result as JSON (schema slogate.gate/v1, which a later gate over the same
 RESULTS_DIR passes over).
 Exit codes: 0 pass, warn or improved; 1 fail, or incomparable (a changed workload is not
-a pass); 2 bad input (config, flags, a baseline or run record that cannot be read);
+a pass); 2 bad input (config, flags, a baseline or run record that cannot be read, or
+run records made from another definition of their workload than FILE has now, unless
+--allow-changed-config gates them as they were made, with a warning naming what changed);
 3 a run or sweep the gate refuses to judge (incomplete, or the load generator saturated);
 4 inconclusive: a rule was not decided either way. --fail-on (default inconclusive)
 says which verdict fails: fail lets an inconclusive result exit 0, warn fails a warn
@@ -39,6 +41,7 @@ func (a *app) cmdGate(ctx context.Context, args []string) int {
 	p.register(fs)
 	jsonOut := fs.String("json", "", "write the result as JSON to `file`")
 	failOn := failOnFlag(fs)
+	allowChanged := fs.Bool("allow-changed-config", false, "gate run records made from another definition of their workload than the config has now (a warning names what changed)")
 	if code, ok := a.parse(fs, args); !ok {
 		return code
 	}
@@ -52,18 +55,19 @@ func (a *app) cmdGate(ctx context.Context, args []string) int {
 	if f == nil {
 		return code
 	}
-	_, code = a.judge(f, recs, sweeps, p.baselines, p.names, *jsonOut, *failOn)
+	_, code = a.judge(f, recs, sweeps, p.baselines, p.names, *jsonOut, *failOn, *allowChanged)
 	return code
 }
 
 // judge runs the gate on run and sweep records, prints the verdict table, writes the
 // JSON result when jsonOut is set, and returns the result (nil on bad input) and the exit
 // code. baselinesDir "" means gate.baselines relative to the config file; names restricts
-// the workloads judged. It is what `slogate gate` does after reading RESULTS_DIR, for a
+// the workloads judged; allowChanged gates records of another definition of their
+// workload (gate.Input.AllowChangedConfig). It is what `slogate gate` does after reading RESULTS_DIR, for a
 // command that has the records in hand.
-func (a *app) judge(f *workload.File, recs []*result.Record, sweeps []*result.Sweep, baselinesDir string, names []string, jsonOut, failOn string) (*gate.Result, int) {
+func (a *app) judge(f *workload.File, recs []*result.Record, sweeps []*result.Sweep, baselinesDir string, names []string, jsonOut, failOn string, allowChanged bool) (*gate.Result, int) {
 	res, err := gate.Evaluate(gate.Input{
-		Config: f, Runs: recs, Sweeps: sweeps, Store: baselineStore(f, baselinesDir), Workloads: names,
+		Config: f, Runs: recs, Sweeps: sweeps, Store: baselineStore(f, baselinesDir), Workloads: names, AllowChangedConfig: allowChanged,
 		SweepHash: func(w *workload.Workload, sw *result.Sweep) string { return measure.SweepHash(f, w, sw) },
 	})
 	if err != nil {

@@ -446,3 +446,51 @@ func TestWriteJSONSurvivesNonFiniteFloats(t *testing.T) {
 		t.Errorf("written:\n%s", data)
 	}
 }
+
+// TestGateChangedConfig: run records made from another definition of their workload
+// than the config has now are refused (exit 2), naming the key that changed, old and
+// new; --allow-changed-config gates them as they were made, with a warning naming it.
+// A baseline of another definition is incomparable (exit 1), and says which key changed
+// rather than two hashes.
+func TestGateChangedConfig(t *testing.T) {
+	t.Parallel()
+	e := newGateEnv(t, "")
+	write := func(dir string, hash string, form json.RawMessage) {
+		r := gatetest.Record(1, gatetest.Spec{Hash: hash, KVConcurrency: 80})
+		r.WorkloadForm = form
+		if err := result.Write(filepath.Join(dir, "chat.json"), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old, err := workload.Load(e.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(e.results, e.hash, workload.Form(old, &old.Workloads[0]))
+	if code, out, errs := e.run("baseline", "update", "-c", e.config, "-r", e.results); code != ExitOK {
+		t.Fatalf("baseline update: exit %d\n%s%s", code, out, errs)
+	}
+	if err := os.WriteFile(e.config, []byte(strings.Replace(gateConfig, "{dist: fixed, value: 800}", "{dist: fixed, value: 900}", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const key = "prompt_tokens.value: 800 → 900"
+	code, out, errs := e.run("gate", "-c", e.config, "-r", e.results)
+	if code != ExitBadInput || !strings.Contains(errs, key) || !strings.Contains(errs, "--allow-changed-config") {
+		t.Errorf("records of the old definition: exit %d, want 2 naming %q and the flag\n%s%s", code, key, out, errs)
+	}
+	code, out, errs = e.run("gate", "-c", e.config, "-r", e.results, "--allow-changed-config")
+	if code != ExitOK || !strings.Contains(out, key) {
+		t.Errorf("records of the old definition, allowed: exit %d, want 0 with a warning naming %q\n%s%s", code, key, out, errs)
+	}
+
+	now, err := workload.Load(e.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := t.TempDir()
+	write(fresh, workload.Hash(now, &now.Workloads[0]), workload.Form(now, &now.Workloads[0]))
+	code, out, errs = e.run("gate", "-c", e.config, "-r", fresh)
+	if code != ExitGateFailed || !strings.Contains(out, "workload changed since the baseline: "+key) || strings.Contains(out, "baseline hash sha256:") {
+		t.Errorf("a new run against the old baseline: exit %d, want 1 naming %q, not the hashes\n%s%s", code, key, out, errs)
+	}
+}

@@ -1,11 +1,16 @@
 package cli
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/slogate/slogate/ghaction"
 )
 
 // TestHelpListsEachFlagOnce: every command's -h exits 0 (merge used to exit 2), lists each
@@ -46,6 +51,21 @@ func TestHelpListsEachFlagOnce(t *testing.T) {
 	}
 }
 
+// TestCIHelpListsEveryMode: ci -h describes every mode the Action runs (it listed four
+// of six).
+func TestCIHelpListsEveryMode(t *testing.T) {
+	t.Parallel()
+	a, _, errb := testApp(t)
+	if code := a.run(cmdCtx(t), []string{"ci", "-h"}); code != ExitOK {
+		t.Fatalf("ci -h: exit %d", code)
+	}
+	for _, m := range ghaction.Modes {
+		if !regexp.MustCompile(`(?m)^  ` + m + ` +\S`).MatchString(errb.String()) {
+			t.Errorf("ci -h does not describe mode %q:\n%s", m, errb)
+		}
+	}
+}
+
 // TestCompletion: each shell's script is produced; bash's parses and completes commands
 // and flags (zsh and fish are checked with their own shells when installed).
 func TestCompletion(t *testing.T) {
@@ -77,5 +97,28 @@ COMP_WORDS=(slogate gate --js); COMP_CWORD=2; _slogate; echo "${COMPREPLY[*]}"`
 	a, _, _ := testApp(t)
 	if code := a.run(cmdCtx(t), []string{"completion", "powershell"}); code != ExitBadInput {
 		t.Errorf("completion powershell: exit %d, want 2", code)
+	}
+}
+
+// TestSimSaysWhatTheDefaultProfileServes: started without --profile, the simulator says
+// that its default profile serves 1,024 tokens a request and which profile serves a
+// realistic workload; with --profile it does not.
+func TestSimSaysWhatTheDefaultProfileServes(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"sim", "--addr", "127.0.0.1:0"}, true},
+		{[]string{"sim", "--addr", "127.0.0.1:0", "--profile", "tiny"}, false},
+	} {
+		ctx, cancel := context.WithTimeout(cmdCtx(t), 300*time.Millisecond)
+		a, _, errb := testApp(t)
+		code := a.run(ctx, c.args)
+		cancel()
+		note := "default profile tiny: at most 1024 tokens of prompt and output a request; --profile llama-8b-h100 serves 8192"
+		if code != ExitOK || strings.Contains(errb.String(), note) != c.want || !strings.Contains(errb.String(), "serving on") {
+			t.Errorf("%v: exit %d, want 0 and the note %v:\n%s", c.args, code, c.want, errb)
+		}
 	}
 }

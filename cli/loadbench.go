@@ -34,7 +34,7 @@ runs the points listed, e.g. --points 1000x128,streams:2000x400 (RATExTOKENS for
 streams:NxTOKENS). --rerun runs the inaccurate points again with the engines given more of
 the machine than the client (GOMAXPROCS C for the client, E for the engines; default half
 the cores and all of them): a point that turns accurate was limited by the engine's share
-of the cores. The table is Markdown, ready for the README.`
+of the cores. The table is Markdown, ready for docs/loadbench.md.`
 
 func (a *app) cmdLoadbench(ctx context.Context, args []string) int {
 	fs := a.flagSet("loadbench", loadbenchUsage)

@@ -25,7 +25,7 @@ import (
 	"github.com/slogate/slogate/result"
 )
 
-// Exit codes (DESIGN §5), documented in the README.
+// Exit codes (DESIGN §5), documented in the README and docs/commands.md.
 const (
 	ExitOK         = 0 // success; the gate passed (warnings allowed)
 	ExitGateFailed = 1 // the gate failed

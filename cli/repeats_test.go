@@ -79,6 +79,7 @@ func TestRunRepeatsStopWhenDecided(t *testing.T) {
 	if err := json.Unmarshal(raw, &res); err != nil {
 		t.Fatal(err)
 	}
+	checkShownRatios(t, res, out.String(), "", "")
 	w := res.Workloads[0]
 	if code != ExitGateFailed || res.Verdict != gate.Fail || w.Repeats == nil || w.Repeats.Run != n || w.Trials.Candidate != n {
 		t.Fatalf("gate: exit %d verdict %s, repeats %+v, trials %+v; want fail on %d trials\n%s", code, res.Verdict, w.Repeats, w.Trials, n, errb)

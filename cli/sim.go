@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"flag"
+	"fmt"
 	"runtime/pprof"
 
 	"github.com/slogate/slogate/internal/fsafe"
@@ -42,6 +44,9 @@ func (a *app) cmdSim(ctx context.Context, args []string) int {
 		}
 		return ExitOK
 	}
+	if !flagSet(fs, "profile") {
+		fmt.Fprintln(a.stderr, defaultProfileNote(o.Profile))
+	}
 	if err := sim.Serve(ctx, *addr, o, a.stderr); err != nil {
 		a.errorf("sim: %v", err)
 		return ExitFailure
@@ -60,4 +65,23 @@ func startCPUProfile(path string) (func(), error) {
 		return nil, err
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// defaultProfileNote says, when no --profile was given, how much context the default
+// profile serves and which profile serves a realistic workload: a prompt of a few
+// thousand tokens does not fit the tiny one, and the run refuses it before sending.
+func defaultProfileNote(p sim.Profile) string {
+	big, err := sim.LookupProfile("llama-8b-h100")
+	if err != nil {
+		return fmt.Sprintf("slogate sim: default profile %s: at most %d tokens of prompt and output a request", p.Name, p.MaxModelLen)
+	}
+	return fmt.Sprintf("slogate sim: default profile %s: at most %d tokens of prompt and output a request; --profile %s serves %d, shaped like %s on one H100 (docs/sim.md)",
+		p.Name, p.MaxModelLen, big.Name, big.MaxModelLen, big.Model)
+}
+
+// flagSet says whether the command line set the flag name.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

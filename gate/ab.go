@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/slogate/slogate/gate/stats"
@@ -67,12 +68,17 @@ func (j *abPool) sidesOf(def metricDef, blocks []abBlock, base, cand []*run) *po
 }
 
 // joinRuns pools the requests of several runs into one: the values of every request,
-// over the sum of their windows (goodput of the pooled run is its requests that met per
-// second measured).
+// over the sum of their windows and of their spans of scheduled arrivals (goodput of the
+// pooled run is its requests that met per second of arrivals, as each run's is; per
+// second measured when a run has no span).
 func joinRuns(rs []*run) *run {
 	out := &run{}
+	spans := true
 	for _, r := range rs {
 		out.window += r.window
+		out.span += r.span
+		spans = spans && r.span > 0
+		out.taskMet = append(out.taskMet, r.taskMet...)
 		out.ttft = append(out.ttft, r.ttft...)
 		out.tpot = append(out.tpot, r.tpot...)
 		out.e2e = append(out.e2e, r.e2e...)
@@ -80,6 +86,9 @@ func joinRuns(rs []*run) *run {
 		out.ok = append(out.ok, r.ok...)
 		out.met = append(out.met, r.met...)
 		out.itl = append(out.itl, r.itl...)
+	}
+	if !spans {
+		out.span = 0
 	}
 	if len(rs) > 0 {
 		out.summary = rs[0].summary
@@ -135,7 +144,11 @@ func evalBlocks(rule workload.Rule, def metricDef, blocks []abBlock, basePol sta
 	var verdicts []Verdict
 	if isRelative(rule) {
 		r, nz := stats.CompareBlocksShared(sb, pb, pc, pol, sp.shared())
-		m.Baseline, m.Candidate = scaled(r.Baseline, def.scale), scaled(r.Candidate, def.scale)
+		// The sides as compared (CompareBlocks): the baseline blocks' geometric mean and
+		// the candidate at the ratio from it; an incomparable comparison shows none.
+		if r.Verdict != Incomparable {
+			m.Baseline, m.Candidate = scaled(r.Baseline, def.scale), scaled(r.Candidate, def.scale)
+		}
 		m.setRatio(r.Verdict, r.Point, r.Lo, r.Hi)
 		m.Resolution = r.Resolution
 		if r.Verdict != Incomparable {
@@ -153,6 +166,17 @@ func evalBlocks(rule workload.Rule, def metricDef, blocks []abBlock, basePol sta
 		}
 		if seq && r.Verdict != Incomparable {
 			r.Verdict = sequentialVerdict(&m, sb, pol, r.Verdict, sp.shared())
+			// The confidence sequence's point replaces the fit's: the candidate shown is
+			// the baseline shown times it.
+			if m.Baseline != nil && m.Ratio != nil {
+				m.Candidate = finite(*m.Baseline * *m.Ratio)
+			}
+			// The resolution shown is the sequence's: a warning about the tolerance
+			// quotes that figure, not the fixed interval's.
+			m.Warnings = slices.DeleteFunc(m.Warnings, func(s string) bool { return strings.HasSuffix(s, "it will flap on noise") })
+			if m.Resolution > rule.Tolerance {
+				m.Warnings = append(m.Warnings, fmt.Sprintf("tolerance %s is narrower than the ±%.1f%% this job's confidence sequence resolves: it will flap on noise", pctText(rule.Tolerance), 100*m.Resolution))
+			}
 		}
 		verdicts = append(verdicts, r.Verdict)
 	} else {
@@ -291,16 +315,16 @@ func judgeAB(cfg *workload.File, name string, recs []*result.Record, rules []wor
 	}
 	stop := stopOf(first)
 	wr.BlocksRun, wr.MaxBlocks = len(recs), first.AB.Blocks
-	wr.Warnings = append(wr.Warnings, fmt.Sprintf("A/B in one job: %d blocks laid out %s (A: baseline, B: candidate)", len(recs), first.AB.Layout[:min(len(recs), len(first.AB.Layout))]))
+	wr.Notes = append(wr.Notes, fmt.Sprintf("A/B in one job: %d blocks laid out %s (A: baseline, B: candidate)", len(recs), first.AB.Layout[:min(len(recs), len(first.AB.Layout))]))
 	if stop.Sequential() {
 		w := fmt.Sprintf("sequential: at least %d and at most %d blocks, judged by a confidence sequence valid at every look (docs/noise.md)", stop.MinBlocks, stop.MaxBlocks)
 		if stop.FinalShare > 0 {
 			w = fmt.Sprintf("sequential: at least %d and at most %d blocks, judged before the maximum by a confidence sequence valid at every look at %s of the error rate, at the maximum by the blocks' fixed interval at the other %s (docs/noise.md)", stop.MinBlocks, stop.MaxBlocks, pctText(1-stop.FinalShare), pctText(stop.FinalShare))
 		}
-		wr.Warnings = append(wr.Warnings, w)
+		wr.Notes = append(wr.Notes, w)
 	}
 	if wr.Swap = abSwapTotal(recs); wr.Swap != nil {
-		wr.Warnings = append(wr.Warnings, swapNote(wr.Swap))
+		wr.Notes = append(wr.Notes, swapNote(wr.Swap))
 	}
 	for _, r := range recs {
 		if why := r.Unfit(); why != "" {

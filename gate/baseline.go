@@ -30,9 +30,11 @@ const BaselineSchema = "slogate.baseline/v1"
 // (the environment, the creation time), and nothing else: a run record of 2,000 requests
 // is several megabytes, its baseline a few hundred kilobytes.
 type Baseline struct {
-	Schema       string            `json:"schema"`
-	Workload     string            `json:"workload"`
-	WorkloadHash string            `json:"workload_hash"`
+	Schema       string `json:"schema"`
+	Workload     string `json:"workload"`
+	WorkloadHash string `json:"workload_hash"`
+	// WorkloadForm is the records' workload.Form: what the hash was taken of.
+	WorkloadForm json.RawMessage   `json:"workload_form,omitempty"`
 	Hardware     string            `json:"hardware"`
 	Created      time.Time         `json:"created"`
 	ToolVersion  string            `json:"tool_version"`
@@ -232,6 +234,7 @@ func FromRecords(recs []*result.Record, now time.Time) (*Baseline, error) {
 		Schema:       BaselineSchema,
 		Workload:     first.Workload,
 		WorkloadHash: first.WorkloadHash,
+		WorkloadForm: first.WorkloadForm,
 		Hardware:     HardwareOf(first),
 		Created:      now.UTC().Truncate(time.Second),
 		ToolVersion:  first.ToolVersion,

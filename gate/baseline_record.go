@@ -20,7 +20,7 @@ func (b *Baseline) DistributionRecord() *result.Record {
 	}
 	r := b.runs[0]
 	rec := &result.Record{
-		Schema: result.Schema, Workload: b.Workload, WorkloadHash: b.WorkloadHash, Hardware: b.Hardware,
+		Schema: result.Schema, Workload: b.Workload, WorkloadHash: b.WorkloadHash, WorkloadForm: b.WorkloadForm, Hardware: b.Hardware,
 		Mode: b.Mode, Start: b.Trials[0].Start, ToolVersion: b.ToolVersion, Environment: b.Environment,
 		Summary: b.Trials[0].Summary, Requests: make([]result.Request, r.len()),
 		Notes:  []string{"rebuilt from the baseline file: latency distributions only, no timelines"},

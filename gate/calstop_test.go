@@ -149,7 +149,7 @@ func sampleSDOf(xs []float64) float64 {
 }
 
 // TestLookCalibrationRuns: how many runs a sequential calibration of 3 to 20 runs makes
-// at the README's recipe (±10%, candidate repeats 3), over 1,000 simulated calibrations
+// at docs/gate.md's recipe (±10%, candidate repeats 3), over 1,000 simulated calibrations
 // of normal runs per spread: the smaller the spread against the tolerance, the sooner it
 // is decided supported; a spread far above a tight tolerance is decided too narrow.
 func TestLookCalibrationRuns(t *testing.T) {

@@ -11,6 +11,7 @@ package gate
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -43,6 +44,11 @@ const (
 	// AllowMissingBaseline), which a repository sets while it bootstraps its baselines.
 	NoBaseline Verdict = "no_baseline"
 )
+
+// Verdicts are every verdict a gate result can carry, from the best to the worst (the
+// order of severity): the names gate.json, the comment and the Action's verdict output
+// use.
+var Verdicts = []Verdict{Improved, Pass, Warn, NoBaseline, Inconclusive, Incomparable, Fail, Error}
 
 // severity orders verdicts: error > fail > incomparable > inconclusive > no_baseline >
 // warn > pass > improved. Incomparable and inconclusive rank above warn because they are
@@ -168,9 +174,13 @@ type WorkloadResult struct {
 	Hardware string `json:"hardware"`
 	// WorkloadHash is the run's; BaselineHash the baseline's (they differ when the
 	// verdict is incomparable because the workload changed).
-	WorkloadHash    string     `json:"workload_hash"`
-	BaselinePath    string     `json:"baseline_path"`
-	BaselineHash    string     `json:"baseline_hash,omitempty"`
+	WorkloadHash string `json:"workload_hash"`
+	BaselinePath string `json:"baseline_path"`
+	BaselineHash string `json:"baseline_hash,omitempty"`
+	// Changed names what changed between the baseline's workload and the run's, key by
+	// key with the old and new values (workload.FormChanges), when the hashes differ
+	// and both carry their form.
+	Changed         []string   `json:"changed,omitempty"`
 	BaselineCreated *time.Time `json:"baseline_created,omitempty"`
 	// HistoryPath is the history file beside the baseline (HistoryRelPath), "" when
 	// there is none.
@@ -204,6 +214,9 @@ type WorkloadResult struct {
 	// without looking.
 	Repeats  *result.RepeatStop `json:"repeats,omitempty"`
 	Warnings []string           `json:"warnings,omitempty"`
+	// Notes say how the job was run (an A/B job's layout, its stopping rule, the engine
+	// time its swaps took): information for the record, which asks nothing of the reader.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // TrialCounts are the number of trials on each side.
@@ -293,6 +306,10 @@ type Input struct {
 	// warm-up); a sweep with another hash was made from another definition and is said to
 	// be. nil: not checked (the gate cannot build a sweep's step workload itself).
 	SweepHash func(w *workload.Workload, sw *result.Sweep) string
+	// AllowChangedConfig gates run records made from another definition of their
+	// workload than Config has now, with a warning naming what changed (gate
+	// --allow-changed-config). Without it such records are bad input.
+	AllowChangedConfig bool
 }
 
 // Evaluate compares each workload's runs with its baseline. The error is an
@@ -456,7 +473,14 @@ func judgeWorkload(cfg *workload.File, w *workload.Workload, hw string, recs []*
 	// An imported record's hash is derived from what its source pins, not from the
 	// workload file: only a baseline of the same source can match it.
 	if h := workload.Hash(cfg, w); first.Source == nil && h != first.WorkloadHash {
-		wr.Warnings = append(wr.Warnings, fmt.Sprintf("the run records were made from another definition of %q than %s has now (run hash %s, file hash %s): rerun them", w.Name, cfg.Path, first.WorkloadHash, h))
+		what := fmt.Sprintf("run hash %s, file hash %s", first.WorkloadHash, h)
+		if ch := formChanges(first.WorkloadForm, workload.Form(cfg, w)); len(ch) > 0 {
+			what = "the records → the file now: " + strings.Join(ch, "; ")
+		}
+		if !in.AllowChangedConfig {
+			return nil, inputErrorf("the run records of %q were made from another definition of it than %s has now (%s): rerun them, or gate them as they were made with --allow-changed-config", w.Name, cfg.Path, what)
+		}
+		wr.Warnings = append(wr.Warnings, fmt.Sprintf("the run records were made from another definition of %q than %s has now (%s), gated as asked (--allow-changed-config)", w.Name, cfg.Path, what))
 	}
 	for _, r := range recs {
 		if why := r.Unfit(); why != "" {
@@ -505,7 +529,11 @@ func judgeWorkload(cfg *workload.File, w *workload.Workload, hw string, recs []*
 		}
 		if b.WorkloadHash != first.WorkloadHash {
 			verdicts = append(verdicts, Incomparable)
+			wr.Changed = formChanges(b.WorkloadForm, first.WorkloadForm)
 			wr.Reason = fmt.Sprintf("workload changed: baseline hash %s, run hash %s; refresh the baseline with `slogate baseline update`", b.WorkloadHash, first.WorkloadHash)
+			if len(wr.Changed) > 0 {
+				wr.Reason = fmt.Sprintf("workload changed since the baseline: %s; refresh the baseline with `slogate baseline update`", strings.Join(wr.Changed, "; "))
+			}
 			if who, other := measuredBy(b.Source), measuredBy(first.Source); who != other {
 				// Not a changed benchmark: two sources whose identities cannot match.
 				wr.Reason = fmt.Sprintf("incomparable sources: the baseline was %s and the run %s; an imported record's workload identity is derived from its source file, so it compares only with imports of the same benchmark by the same tool (make the baseline from one with `slogate baseline update`)", who, other)
@@ -930,4 +958,17 @@ func ruleDirection(rule workload.Rule, def metricDef) stats.Direction {
 	}
 	dir, _ := parseDirection(rule.Direction)
 	return dir
+}
+
+// formChanges is workload.FormChanges of two stored forms; nil when either is absent
+// (a record or baseline from before forms were stored, an import) or unreadable.
+func formChanges(old, new json.RawMessage) []string {
+	if len(old) == 0 || len(new) == 0 {
+		return nil
+	}
+	ch, err := workload.FormChanges(old, new)
+	if err != nil {
+		return nil
+	}
+	return ch
 }

@@ -238,6 +238,38 @@ func TestWorkloadChanged(t *testing.T) {
 	}
 }
 
+// TestWorkloadChangedNamesTheKeys: a baseline and a run that carry their workload's
+// form say which keys changed, old and new, not two hashes; records made from another
+// definition than the config's now are bad input naming the keys, unless the gate is
+// asked to judge them as they were made, which then warns with the same keys.
+func TestWorkloadChangedNamesTheKeys(t *testing.T) {
+	old := testConfig(nil)
+	now := testConfig(nil)
+	now.Workloads[0].Seed = 8
+	withForm := func(f *workload.File, seed uint64) *result.Record {
+		r := rec(f, seed, gatetest.Spec{KVConcurrency: 80})
+		r.WorkloadForm = workload.Form(f, &f.Workloads[0])
+		return r
+	}
+	res := evaluate(t, now, storeOf(t, []*result.Record{withForm(old, 1)}), withForm(now, 2))
+	w := res.Workloads[0]
+	if w.Verdict != Incomparable || !slices.Equal(w.Changed, []string{"seed: 7 → 8"}) || !strings.Contains(w.Reason, "workload changed since the baseline: seed: 7 → 8") || strings.Contains(w.Reason, "sha256:") {
+		t.Errorf("verdict %s, changed %q, reason %q: want incomparable naming seed 7 → 8", w.Verdict, w.Changed, w.Reason)
+	}
+
+	// Records of the old definition gated with the config as it is now.
+	stale := withForm(old, 2)
+	_, err := Evaluate(Input{Config: now, Runs: []*result.Record{stale}, Store: storeOf(t, []*result.Record{withForm(old, 1)})})
+	var ie *InputError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "seed: 7 → 8") || !strings.Contains(err.Error(), "--allow-changed-config") {
+		t.Errorf("stale records: %v, want bad input naming seed 7 → 8 and the flag", err)
+	}
+	res, err = Evaluate(Input{Config: now, Runs: []*result.Record{stale}, Store: storeOf(t, []*result.Record{withForm(old, 1)}), AllowChangedConfig: true})
+	if err != nil || !slices.ContainsFunc(res.Workloads[0].Warnings, func(s string) bool { return strings.Contains(s, "seed: 7 → 8") }) {
+		t.Errorf("stale records allowed: %v, warnings %q: want judged with a warning naming seed 7 → 8", err, res.Workloads[0].Warnings)
+	}
+}
+
 func TestMissingBaseline(t *testing.T) {
 	for _, c := range []struct {
 		policy string
@@ -579,5 +611,18 @@ func TestFamilyStatesTheJobsFalseFailRate(t *testing.T) {
 	}
 	if res := evaluate(t, f, Store{FS: fstest.MapFS{}, Dir: "baselines"}, rec(f, 2, gatetest.Spec{Requests: 300})); res.Family != nil {
 		t.Errorf("no baseline: family %+v, want none", res.Family)
+	}
+}
+
+// TestVerdictsListEveryVerdictInSeverityOrder: Verdicts, the names the Action's
+// documentation is checked against, are every verdict severity knows, best first.
+func TestVerdictsListEveryVerdictInSeverityOrder(t *testing.T) {
+	for i, v := range Verdicts {
+		if severity(v) != i {
+			t.Errorf("Verdicts[%d] = %s has severity %d", i, v, severity(v))
+		}
+	}
+	if len(Verdicts) != severity(Error)+1 {
+		t.Errorf("%d verdicts listed, severity knows %d", len(Verdicts), severity(Error)+1)
 	}
 }

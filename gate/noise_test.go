@@ -25,7 +25,7 @@ import (
 // and engine-wide stalls per engine start), at the "gpu" level; every draw is seeded, so
 // each test gives the same counts on every run.
 
-// recommended is the configuration README.md recommends for a gate on a GPU runner.
+// recommended is the configuration docs/gate.md recommends for a gate on a GPU runner.
 var recommended = struct {
 	requests, outputTokens   int
 	calibrationRuns, repeats int // committed baseline: A/A runs calibrated, candidate runs

@@ -9,7 +9,7 @@ import (
 
 // summaryPoint is a latency metric whose point estimate is the value the run's record
 // summary holds, so that the gate table, the comment's details, the HTML report and the
-// terminal show one number for one percentile (README, "Percentiles"). The resamples
+// terminal show one number for one percentile (docs/metrics.md, "Percentiles"). The resamples
 // are the metric's own: the same rank rule over the requests' values (for ITL, over the
 // baseline's 1% gap sketches), so the interval is centred within the sketch's
 // resolution of the point.

@@ -561,6 +561,7 @@ func (r *Runner) run(ctx context.Context, f *workload.File, w *workload.Workload
 		Schema:       result.Schema,
 		Workload:     w.Name,
 		WorkloadHash: workload.Hash(f, w),
+		WorkloadForm: workload.Form(f, w),
 		Config:       f.Path,
 		Target:       t.URL,
 		API:          f.Target.API,

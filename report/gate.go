@@ -58,13 +58,10 @@ func gateWorkload(w io.Writer, wr *gate.WorkloadResult, conf float64) {
 			fmt.Fprintf(w, "  %s inconclusive: %s\n", m.Metric, gateClean(m.Undecided))
 		}
 	}
-	var warns []string
-	for _, m := range wr.Metrics {
-		for _, s := range m.Warnings {
-			warns = append(warns, m.Metric+": "+s)
-		}
+	for _, s := range wr.Notes {
+		fmt.Fprintf(w, "  note: %s\n", gateClean(s))
 	}
-	warns = append(warns, wr.Warnings...)
+	warns := warningLines(*wr)
 	if len(warns) > 0 {
 		fmt.Fprintln(w, "  warnings:")
 		for _, s := range warns {

@@ -184,18 +184,19 @@ func (c Comment) workloadMain(b *strings.Builder, w gate.WorkloadResult) {
 			fmt.Fprintf(b, "- %s **%s inconclusive**: %s\n", icon(gate.Inconclusive), m.Metric, esc(m.Undecided))
 		}
 	}
-	var warns []string
-	for _, m := range w.Metrics {
-		for _, x := range m.Warnings {
-			warns = append(warns, m.Metric+": "+x)
-		}
-	}
-	warns = append(warns, w.Warnings...)
+	warns := warningLines(w)
 	for _, x := range warns {
 		fmt.Fprintf(b, "- ⚠️ %s\n", esc(x))
 	}
 	if len(warns) > 0 {
 		b.WriteString("\n")
+	}
+	if len(w.Notes) > 0 {
+		fmt.Fprintf(b, "<details><summary>How this job ran (%d notes)</summary>\n\n", len(w.Notes))
+		for _, x := range w.Notes {
+			fmt.Fprintf(b, "- %s\n", esc(x))
+		}
+		b.WriteString("\n</details>\n\n")
 	}
 	// Drift is shown even when every metric passes.
 	var drifted []gate.DriftResult

@@ -127,6 +127,10 @@ func mdInline(s string) string { return strings.ReplaceAll(s, "`", "'") }
 
 // nextSteps says, for the workload's verdict, what the reader should do.
 func (c Comment) nextSteps(b *strings.Builder, w gate.WorkloadResult) {
+	if w.BlocksRun > 0 {
+		c.nextStepsAB(b, w)
+		return
+	}
 	switch w.Verdict {
 	case gate.Fail:
 		var what []string
@@ -154,6 +158,14 @@ func (c Comment) nextSteps(b *strings.Builder, w gate.WorkloadResult) {
 		if w.BaselineHash != "" && w.BaselineHash != w.WorkloadHash {
 			s := fmt.Sprintf("**What changed:** the definition of workload %s in %s (what is sent: lengths, arrivals, seed, model, API); workload hash %s in the baseline, %s now. Nothing was compared.",
 				code(w.Name), code(c.configPath()), code(w.BaselineHash), code(w.WorkloadHash))
+			if len(w.Changed) > 0 {
+				var keys []string
+				for _, ch := range w.Changed {
+					keys = append(keys, code(ch))
+				}
+				s = fmt.Sprintf("**What changed:** the definition of workload %s in %s since its baseline: %s. Nothing was compared.",
+					code(w.Name), code(c.configPath()), strings.Join(keys, ", "))
+			}
 			if o := c.Meta.Origin(w.BaselinePath); o != nil && isHex(o.Commit) {
 				s += fmt.Sprintf(" See `git diff %s -- %s`.", short(o.Commit), mdInline(c.configPath()))
 			}
@@ -167,6 +179,37 @@ func (c Comment) nextSteps(b *strings.Builder, w gate.WorkloadResult) {
 			c.refreshHow(w), code(c.configPath()), code(w.BaselinePath))
 	case gate.Error:
 		b.WriteString("**Not judged:** the gate refused this run (see above); no verdict on the change was given. **Next:** fix the cause and rerun the workflow.\n\n")
+	}
+}
+
+// nextStepsAB says what an A/B job's verdict lets a team do. Both sides were measured in
+// the job, so there is no baseline file to refresh: what the base branch runs is the
+// baseline of the next job.
+func (c Comment) nextStepsAB(b *strings.Builder, w gate.WorkloadResult) {
+	switch w.Verdict {
+	case gate.Fail:
+		var what []string
+		for _, m := range w.Metrics {
+			if m.Verdict == gate.Fail {
+				what = append(what, regression(m))
+			}
+		}
+		if len(what) > 0 {
+			b.WriteString("**What regressed:**\n\n")
+			for _, s := range what {
+				b.WriteString("- " + s + "\n")
+			}
+			b.WriteString("\n")
+		}
+		b.WriteString("**Next:** fix the regression and push again. If it is an accepted trade-off, merge it past the check: an A/B job keeps no baseline, and once this merges the next job measures against it.\n\n")
+	case gate.Improved:
+		b.WriteString("**Next:** nothing to commit: the base and this head were both measured in the job. Once this merges, later jobs measure against the improvement.\n\n")
+	case gate.Incomparable:
+		b.WriteString("**Next:** the two sides could not be compared (see the warnings below): give the base and the head the same workload, or judge this change with a committed baseline (`mode: gate`).\n\n")
+	case gate.Inconclusive:
+		b.WriteString("**Next:** the blocks did not decide every rule: more blocks (`blocks`) or a longer workload narrow the interval; `slogate plan` says how many.\n\n")
+	case gate.Error:
+		b.WriteString("**Not judged:** the gate refused this job (see above); no verdict on the change was given. **Next:** fix the cause and rerun the workflow.\n\n")
 	}
 }
 
@@ -196,6 +239,11 @@ func regression(m gate.MetricResult) string {
 // from, its history, the hardware key, the engine and the model on each side.
 func (c Comment) comparedWith(b *strings.Builder, w gate.WorkloadResult) {
 	b.WriteString("**Compared with**\n\n")
+	if w.BlocksRun > 0 {
+		fmt.Fprintf(b, "- Baseline: the base's blocks, measured in this job beside the head's (%d blocks in all; no baseline file)\n", w.BlocksRun)
+		c.comparedSides(b, w)
+		return
+	}
 	file := code(w.BaselinePath)
 	switch {
 	case w.BaselineCreated != nil:
@@ -231,6 +279,11 @@ func (c Comment) comparedWith(b *strings.Builder, w gate.WorkloadResult) {
 		}
 		fmt.Fprintf(b, "- History: %s (the trend is charted in the HTML report)\n", link)
 	}
+	c.comparedSides(b, w)
+}
+
+// comparedSides lists the hardware key and the engine and the model on each side.
+func (c Comment) comparedSides(b *strings.Builder, w gate.WorkloadResult) {
 	fmt.Fprintf(b, "- Hardware key: %s\n", code(w.Hardware))
 	base, cand := c.sides(w)
 	for _, f := range []struct{ label, name, version string }{
@@ -286,4 +339,56 @@ func urlPath(p string) string {
 		}
 	}
 	return strings.TrimPrefix(b.String(), "./")
+}
+
+// warningLines are a workload's warnings, one per cause: a text that several rules give
+// (a calibration's, a thin tail's) is shown once, naming every rule it affects, and the
+// baseline's and the candidate's same warning is one line naming both sides.
+func warningLines(w gate.WorkloadResult) []string {
+	type cause struct {
+		text  string
+		rules []string
+		sides []string
+	}
+	var causes []*cause
+	add := func(rule, text string) {
+		side := ""
+		for _, s := range []string{"baseline", "candidate"} {
+			if t, ok := strings.CutPrefix(text, s+": "); ok {
+				side, text = s, t
+			}
+		}
+		i := slices.IndexFunc(causes, func(c *cause) bool { return c.text == text })
+		if i < 0 {
+			causes = append(causes, &cause{text: text})
+			i = len(causes) - 1
+		}
+		c := causes[i]
+		if rule != "" && !slices.Contains(c.rules, rule) {
+			c.rules = append(c.rules, rule)
+		}
+		if side != "" && !slices.Contains(c.sides, side) {
+			c.sides = append(c.sides, side)
+		}
+	}
+	for _, m := range w.Metrics {
+		for _, x := range m.Warnings {
+			add(m.Metric, x)
+		}
+	}
+	for _, x := range w.Warnings {
+		add("", x)
+	}
+	out := make([]string, 0, len(causes))
+	for _, c := range causes {
+		s := c.text
+		if len(c.sides) > 0 {
+			s = strings.Join(c.sides, " and ") + ": " + s
+		}
+		if len(c.rules) > 0 {
+			s = strings.Join(c.rules, ", ") + ": " + s
+		}
+		out = append(out, s)
+	}
+	return out
 }

@@ -6,6 +6,7 @@
 package result
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -15,18 +16,22 @@ const Schema = "slogate.run/v1"
 
 // Record is one run of one workload: what was sent, what happened, and its summary.
 type Record struct {
-	Schema       string    `json:"schema"`
-	Workload     string    `json:"workload"`
-	WorkloadHash string    `json:"workload_hash"`
-	Config       string    `json:"config,omitempty"` // path of the workload file
-	Target       string    `json:"target,omitempty"` // base URL
-	API          string    `json:"api,omitempty"`
-	Model        string    `json:"model,omitempty"`
-	Mode         string    `json:"mode"` // open | closed
-	Start        time.Time `json:"start"`
-	ToolVersion  string    `json:"tool_version"`
-	Trial        int       `json:"trial,omitempty"` // 1-based when repeats > 1
-	Shard        string    `json:"shard,omitempty"` // "i/n" when sharded
+	Schema       string `json:"schema"`
+	Workload     string `json:"workload"`
+	WorkloadHash string `json:"workload_hash"`
+	// WorkloadForm is what the hash was taken of (workload.Form): when a baseline's
+	// hash differs, the gate names the keys that changed. Absent in older records and
+	// imported ones.
+	WorkloadForm json.RawMessage `json:"workload_form,omitempty"`
+	Config       string          `json:"config,omitempty"` // path of the workload file
+	Target       string          `json:"target,omitempty"` // base URL
+	API          string          `json:"api,omitempty"`
+	Model        string          `json:"model,omitempty"`
+	Mode         string          `json:"mode"` // open | closed
+	Start        time.Time       `json:"start"`
+	ToolVersion  string          `json:"tool_version"`
+	Trial        int             `json:"trial,omitempty"` // 1-based when repeats > 1
+	Shard        string          `json:"shard,omitempty"` // "i/n" when sharded
 	// AB places the run in an A/B job (slogate ab); nil otherwise.
 	AB *ABBlock `json:"ab,omitempty"`
 	// RepeatStop, on the last trial of a candidate's sequential repeats (run

@@ -237,7 +237,7 @@ YAML
 # Scenarios. Each runs in its own subshell, in its own directory $d.
 
 # demo NAME WANT ARGS...: `slogate demo ARGS -o NAME`, which must exit WANT; or 3 with the
-# refusal the README documents when the machine is too busy to keep the schedule (the
+# refusal docs/metrics.md documents when the machine is too busy to keep the schedule (the
 # record client-saturated, gate.json verdict error with the reason): the demo's
 # dispatch-lag bound is 5 ms, which a shared CI machine can miss. Returns 0 when the run
 # was judged, 2 when it was refused as documented (its verdict checks are then moot).
@@ -558,7 +558,7 @@ YAML
 		files baselines/cold sim.json
 }
 
-# Tasks (README, Capacity): three-turn sessions are tasks, a failed turn is sent again up
+# Tasks (docs/capacity.md): three-turn sessions are tasks, a failed turn is sent again up
 # to twice; against a simulator failing 15% of its requests the record counts the retries
 # as the tasks' requests, the baseline keeps a task_met column, and the worksheet prices a
 # completed task.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The between-run noise checks against a real engine (docs/noise.md, "Measured on
 # llama.cpp"): llama.cpp's llama-server serving ../shared/models/stories260K.gguf on the
-# CPU, gated with README's recommended recipe for a GPU runner (calibrate 10 A/A runs,
+# CPU, gated with docs/gate.md's recommended recipe for a GPU runner (calibrate 10 A/A runs,
 # the candidate in 3 repeats, A/B in 16 blocks, rules goodput 5%, itl_p99 5%, ttft_p95
 # 10%), each run scaled to half the recommended size (testdata/llamacpp/noise.yaml).
 #

@@ -34,6 +34,17 @@ const hashSchema = "slogate-workload-hash/1"
 func Hash(f *File, w *Workload) string { return hashWith(f, w, CorpusVersion) }
 
 func hashWith(f *File, w *Workload, corpus string) string {
+	b, err := json.Marshal(canonical(f, w, corpus))
+	if err != nil {
+		// Only plain numbers, strings and slices are marshalled; NaN cannot pass validation.
+		panic("workload: canonical form does not marshal: " + err.Error())
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// canonical is the form Hash takes the SHA-256 of (and Form shows).
+func canonical(f *File, w *Workload, corpus string) hWorkload {
 	c := hWorkload{
 		Schema:       hashSchema,
 		Corpus:       corpus,
@@ -77,13 +88,7 @@ func hashWith(f *File, w *Workload, corpus string) string {
 			SLO:          sloForm(&cl.SLO),
 		})
 	}
-	b, err := json.Marshal(c)
-	if err != nil {
-		// Only plain numbers, strings and slices are marshalled; NaN cannot pass validation.
-		panic("workload: canonical form does not marshal: " + err.Error())
-	}
-	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:])
+	return c
 }
 
 // The canonical form: fixed field order (struct order), durations in nanoseconds, and

@@ -27,8 +27,10 @@ type Block struct {
 // block's requests of a side together), which few blocks could otherwise underestimate.
 // With fewer than five blocks the drift term is dropped (n − 2 degrees of freedom).
 //
-// Point is exp(δ); Baseline and Candidate are the pooled values. The verdict follows
-// Compare's rule.
+// Point is exp(δ). Baseline is the geometric mean of the baseline blocks' values and
+// Candidate is Baseline × Point, so that the values shown give the ratio shown: with a
+// balanced layout (ABBA...) Candidate is the geometric mean of the candidate blocks, and
+// otherwise their value with the drift taken out. The verdict follows Compare's rule.
 func CompareBlocks(blocks []Block, base, cand Metric, pol Policy) (Result, Noise) {
 	return CompareBlocksShared(blocks, base, cand, pol, Shared{})
 }
@@ -62,15 +64,14 @@ func CompareBlocksShared(blocks []Block, base, cand Metric, pol Policy, sh Share
 	for _, w := range cand.Warnings() {
 		res.Warnings = append(res.Warnings, "candidate: "+w)
 	}
-	vb, sb, why := logWithin(base, pol, streamBase)
+	_, sb, why := logWithin(base, pol, streamBase)
 	if why != "" {
 		return res.incomparable("baseline " + why), nz
 	}
-	vc, sc, why := logWithin(cand, pol, streamCand)
+	_, sc, why := logWithin(cand, pol, streamCand)
 	if why != "" {
 		return res.incomparable("candidate " + why), nz
 	}
-	res.Baseline, res.Candidate = vb, vc
 	y := make([]float64, len(blocks))
 	for i, b := range blocks {
 		v := Value(b.Metric)
@@ -98,7 +99,16 @@ func CompareBlocksShared(blocks []Block, base, cand Metric, pol Policy, sh Share
 		between2 += sh.Var
 	}
 	nz.Between = math.Sqrt(between2)
-	return combined(res, d, within, dfTotal, &nz), nz
+	res = combined(res, d, within, dfTotal, &nz)
+	var sum float64
+	for i, b := range blocks {
+		if !b.Candidate {
+			sum += y[i]
+		}
+	}
+	res.Baseline = math.Exp(sum / float64(nb))
+	res.Candidate = res.Baseline * res.Point
+	return res, nz
 }
 
 // blockFit fits y = a + δ·[candidate] (+ γ·At) by least squares and returns δ, its

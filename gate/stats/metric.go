@@ -62,7 +62,7 @@ func (f Func) Eval(w []int32) float64 { return f.F(w) }
 func (f Func) Warnings() []string { return f.Notes }
 
 // rank is the 1-based rank of quantile q among total values, by the one percentile rule
-// of every number slogate shows (README, "Percentiles"): HdrHistogram's, q·total rounded
+// of every number slogate shows (docs/metrics.md, "Percentiles"): HdrHistogram's, q·total rounded
 // half up, at least 1 and at most total (result's rank is the same rule), so that the
 // gate's values are the records' summaries.
 func rank(q float64, total int64) int64 {

@@ -427,7 +427,7 @@ func hostState(r Result) string {
 	return strings.Join(parts, ", ")
 }
 
-// Table writes the results as the README shows them, and names the highest accurate
+// Table writes the results as docs/loadbench.md shows them, and names the highest accurate
 // point of each kind (output length of the open loop, and streams) among the rows run
 // with the default share of the machine, with the host's state while it ran (steal and
 // load average): where the accurate edge lies depends on the host. Rows run with GOMAXPROCS set say so in the
