@@ -192,7 +192,7 @@ func (c Comment) workloadMain(b *strings.Builder, w gate.WorkloadResult) {
 		b.WriteString("\n")
 	}
 	if len(w.Notes) > 0 {
-		fmt.Fprintf(b, "<details><summary>How this job ran (%d notes)</summary>\n\n", len(w.Notes))
+		b.WriteString("<details><summary>How this job ran</summary>\n\n")
 		for _, x := range w.Notes {
 			fmt.Fprintf(b, "- %s\n", esc(x))
 		}

@@ -149,3 +149,34 @@ func TestMarkdownSaysHowRepeatsStopped(t *testing.T) {
 		t.Errorf("the comment does not say %q:\n%s", want, got)
 	}
 }
+
+// TestWarningsOnePerCause: the same warning from several rules, or from the baseline
+// and the candidate, is one line naming them all; how the job ran is a folded note, not
+// a warning. The comment listed each copy (nine bullets on one A/B job).
+func TestWarningsOnePerCause(t *testing.T) {
+	cal := "the calibration stopped early: its spread may be low"
+	w := gate.WorkloadResult{
+		Name: "chat", Hardware: "sim", Verdict: gate.Pass, BlocksRun: 4,
+		Metrics: []gate.MetricResult{
+			{Metric: "goodput", Verdict: gate.Pass, Warnings: []string{cal}},
+			{Metric: "itl_p99", Verdict: gate.Pass, Warnings: []string{cal, "baseline: too few pooled values for a p99 interval", "candidate: too few pooled values for a p99 interval"}},
+		},
+		Warnings: []string{"the engines were not restarted"},
+		Notes:    []string{"A/B in one job: 4 blocks laid out ABBA (A: baseline, B: candidate)"},
+	}
+	want := []string{
+		"goodput, itl_p99: " + cal,
+		"itl_p99: baseline and candidate: too few pooled values for a p99 interval",
+		"the engines were not restarted",
+	}
+	if got := warningLines(w); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	md := Markdown(Comment{Gate: &gate.Result{Verdict: gate.Pass, Workloads: []gate.WorkloadResult{w}}, Limit: 1 << 20})
+	if n := strings.Count(md, "- ⚠️ "); n != 3 {
+		t.Errorf("%d warning bullets, want 3:\n%s", n, md)
+	}
+	if !strings.Contains(md, "<details><summary>How this job ran</summary>") || !strings.Contains(md, "laid out ABBA") {
+		t.Errorf("the note is not folded away:\n%s", md)
+	}
+}
