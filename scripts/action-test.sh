@@ -544,13 +544,15 @@ run4() {
 }
 run4
 # Three shards and the e2e suite share two cores here: a shard's wake-up at the common
-# start came 101 ms late once, past the 100 ms bound, and the gate rightly refused the
-# merged run. That refusal says the machine was too busy, not that the Action is wrong:
-# the sharded run goes once more, and the second is checked.
-if [[ "$(sed -n 's/^verdict=//p' "$cap/outputs.env" 2>/dev/null)" == error ]] && grep -q 'opened its window' "$cap/act.json"; then
-	log "run 4: a shard opened its window past the bound (a busy machine): once more"
+# start came late past the 100 ms bound (101 ms once), in the first sharded run of two
+# CI runs in a row, and the gate rightly refused the merged run. That refusal says the
+# machine was too busy, not that the Action is wrong: the sharded run goes again, at
+# most twice more, and the last is checked.
+for again in 1 2; do
+	[[ "$(sed -n 's/^verdict=//p' "$cap/outputs.env" 2>/dev/null)" == error ]] && grep -q 'opened its window' "$cap/act.json" || break
+	log "run 4: a shard opened its window past the bound (a busy machine): again ($again of at most 2)"
 	run4
-fi
+done
 [[ $rc -eq 124 || $rc -eq 137 ]] && fail "run 4: act did not finish within ${RUN_TIMEOUT}s"
 for i in 1 2 3; do
 	check "run 4: shard job $i uploaded its record" test -s "$work/artifacts/slogate-shard-$i/action-smoke.json"
