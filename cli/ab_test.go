@@ -283,6 +283,7 @@ func runABJob(t *testing.T, cand, base string, flags ...string) abJob {
 	a, j.out, j.errb = testApp(t)
 	j.code = a.run(cmdCtx(t), append(append([]string{"ab", "-c", cand, "--baseline-config", base}, flags...), "-o", j.dir))
 	j.res = abGateJSON(t, j.dir, j.code, j.out, j.errb)
+	checkFlapFigures(t, j.res)
 	return j
 }
 

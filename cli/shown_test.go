@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/slogate/slogate/gate"
+	"github.com/slogate/slogate/gate/stats"
 )
 
 // shownRow is one rule as a reader sees it: the baseline and candidate values and the
@@ -58,6 +59,7 @@ func checkShownRow(t *testing.T, where string, r shownRow, pct bool) {
 // shown beside them. terminal, comment and html may be empty (not produced).
 func checkShownRatios(t *testing.T, res gate.Result, terminal, comment, html string) {
 	t.Helper()
+	checkFlapFigures(t, res)
 	n := 0
 	rules := map[string]bool{}
 	for _, w := range res.Workloads {
@@ -123,6 +125,27 @@ func checkShownRatios(t *testing.T, res gate.Result, terminal, comment, html str
 		}
 		if k == 0 {
 			t.Errorf("report: no verdict table")
+		}
+	}
+}
+
+// checkFlapFigures: a warning that a rule's tolerance is narrower than its resolution
+// quotes the resolution the table shows (a sequential job's warning once quoted the
+// fixed interval's figure beside the sequence's in the table).
+func checkFlapFigures(t *testing.T, res gate.Result) {
+	t.Helper()
+	fig := regexp.MustCompile(`narrower than [^±]*±([0-9]+\.[0-9])%`)
+	for _, w := range res.Workloads {
+		for _, m := range w.Metrics {
+			for _, x := range m.Warnings {
+				g := fig.FindStringSubmatch(x)
+				if g == nil || !strings.HasSuffix(x, stats.FlapsOnNoise) {
+					continue
+				}
+				if want := strconv.FormatFloat(100*m.Resolution, 'f', 1, 64); g[1] != want {
+					t.Errorf("%s: the warning quotes ±%s%%, the table ±%s%%: %s", m.Metric, g[1], want, x)
+				}
+			}
 		}
 	}
 }

@@ -44,7 +44,7 @@ func (a *app) cmdSim(ctx context.Context, args []string) int {
 		}
 		return ExitOK
 	}
-	if !flagSet(fs, "profile") {
+	if !flagGiven(fs, "profile") {
 		fmt.Fprintln(a.stderr, defaultProfileNote(o.Profile))
 	}
 	if err := sim.Serve(ctx, *addr, o, a.stderr); err != nil {
@@ -79,8 +79,8 @@ func defaultProfileNote(p sim.Profile) string {
 		p.Name, p.MaxModelLen, big.Name, big.MaxModelLen, big.Model)
 }
 
-// flagSet says whether the command line set the flag name.
-func flagSet(fs *flag.FlagSet, name string) bool {
+// flagGiven says whether the command line set the flag name.
+func flagGiven(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set

@@ -166,17 +166,6 @@ func evalBlocks(rule workload.Rule, def metricDef, blocks []abBlock, basePol sta
 		}
 		if seq && r.Verdict != Incomparable {
 			r.Verdict = sequentialVerdict(&m, sb, pol, r.Verdict, sp.shared())
-			// The confidence sequence's point replaces the fit's: the candidate shown is
-			// the baseline shown times it.
-			if m.Baseline != nil && m.Ratio != nil {
-				m.Candidate = finite(*m.Baseline * *m.Ratio)
-			}
-			// The resolution shown is the sequence's: a warning about the tolerance
-			// quotes that figure, not the fixed interval's.
-			m.Warnings = slices.DeleteFunc(m.Warnings, func(s string) bool { return strings.HasSuffix(s, "it will flap on noise") })
-			if m.Resolution > rule.Tolerance {
-				m.Warnings = append(m.Warnings, fmt.Sprintf("tolerance %s is narrower than the ±%.1f%% this job's confidence sequence resolves: it will flap on noise", pctText(rule.Tolerance), 100*m.Resolution))
-			}
 		}
 		verdicts = append(verdicts, r.Verdict)
 	} else {
@@ -205,16 +194,32 @@ func sequentialVerdict(m *MetricResult, sb []stats.Block, pol stats.Policy, fixe
 		m.Warnings = append(m.Warnings, "no pairs of blocks with positive values: judged by the blocks' fixed interval")
 		return fixed
 	}
+	m.useSequence(p, lo, hi, dec, pol.Tolerance)
+	if m.Lo == nil || m.Hi == nil {
+		m.Warnings = append(m.Warnings, "too few pairs of blocks for the confidence sequence to exclude any ratio")
+	}
+	return stats.Judge(pol.Direction, pol.Tolerance, p, lo, hi)
+}
+
+// useSequence makes a confidence sequence's point and interval the rule's, in place of
+// the fixed interval's (a sequential A/B job, or sequential repeats): the resolution
+// shown is the sequence's, a warning that the tolerance is narrower quotes that figure
+// rather than the fixed interval's, and the candidate shown is the baseline shown times
+// the sequence's point, so that the values give the ratio.
+func (m *MetricResult) useSequence(p, lo, hi float64, dec stats.Decision, tol float64) {
 	m.Ratio, m.Lo, m.Hi = finite(p), finite(lo), finite(hi)
 	m.Decided = dec
 	m.Resolution = 0
 	if hi > 0 && lo > 0 && !math.IsInf(hi, 0) {
 		m.Resolution = math.Round(math.Sqrt(hi/lo)*1e6)/1e6 - 1
 	}
-	if m.Lo == nil || m.Hi == nil {
-		m.Warnings = append(m.Warnings, "too few pairs of blocks for the confidence sequence to exclude any ratio")
+	if m.Baseline != nil && m.Ratio != nil {
+		m.Candidate = finite(*m.Baseline * *m.Ratio)
 	}
-	return stats.Judge(pol.Direction, pol.Tolerance, p, lo, hi)
+	m.Warnings = slices.DeleteFunc(m.Warnings, func(s string) bool { return strings.HasSuffix(s, stats.FlapsOnNoise) })
+	if m.Resolution > tol {
+		m.Warnings = append(m.Warnings, fmt.Sprintf("tolerance %s is narrower than the ±%.1f%% the confidence sequence resolves: %s", pctText(tol), 100*m.Resolution, stats.FlapsOnNoise))
+	}
 }
 
 // abLayout writes the sides of blocks in order: "ABBAABBA".

@@ -154,12 +154,7 @@ func judgeRepeatsSequence(m *MetricResult, rule workload.Rule, def metricDef, ba
 	if !ok {
 		return
 	}
-	m.Ratio, m.Lo, m.Hi = finite(p), finite(lo), finite(hi)
-	m.Decided = dec
-	m.Resolution = 0
-	if hi > 0 && lo > 0 && !math.IsInf(hi, 0) {
-		m.Resolution = math.Round(math.Sqrt(hi/lo)*1e6)/1e6 - 1
-	}
+	m.useSequence(p, lo, hi, dec, rule.Tolerance)
 	v := stats.Judge(ruleDirection(rule, def), rule.Tolerance, p, lo, hi)
 	if rule.Max != nil || rule.Min != nil {
 		vs := make([]float64, len(cand))

@@ -133,24 +133,7 @@ func (c Comment) nextSteps(b *strings.Builder, w gate.WorkloadResult) {
 	}
 	switch w.Verdict {
 	case gate.Fail:
-		var what []string
-		for _, m := range w.Metrics {
-			if m.Verdict == gate.Fail {
-				what = append(what, regression(m))
-			}
-		}
-		for _, d := range w.Drift {
-			if d.Verdict == gate.Fail {
-				what = append(what, fmt.Sprintf("%s changed from %s to %s (drift policy fail)", esc(d.Field), code(d.Baseline), code(d.Candidate)))
-			}
-		}
-		if len(what) > 0 {
-			b.WriteString("**What regressed:**\n\n")
-			for _, s := range what {
-				b.WriteString("- " + s + "\n")
-			}
-			b.WriteString("\n")
-		}
+		whatRegressed(b, w)
 		fmt.Fprintf(b, "**Next:** fix the regression; if it is an accepted trade-off, make this run the baseline: %s.\n\n", c.refreshHow(w))
 	case gate.Improved:
 		fmt.Fprintf(b, "**Next:** the whole interval is better than the tolerance; lock the improvement in so that a later regression is measured from here: %s.\n\n", c.refreshHow(w))
@@ -188,19 +171,7 @@ func (c Comment) nextSteps(b *strings.Builder, w gate.WorkloadResult) {
 func (c Comment) nextStepsAB(b *strings.Builder, w gate.WorkloadResult) {
 	switch w.Verdict {
 	case gate.Fail:
-		var what []string
-		for _, m := range w.Metrics {
-			if m.Verdict == gate.Fail {
-				what = append(what, regression(m))
-			}
-		}
-		if len(what) > 0 {
-			b.WriteString("**What regressed:**\n\n")
-			for _, s := range what {
-				b.WriteString("- " + s + "\n")
-			}
-			b.WriteString("\n")
-		}
+		whatRegressed(b, w)
 		b.WriteString("**Next:** fix the regression and push again. If it is an accepted trade-off, merge it past the check: an A/B job keeps no baseline, and once this merges the next job measures against it.\n\n")
 	case gate.Improved:
 		b.WriteString("**Next:** nothing to commit: the base and this head were both measured in the job. Once this merges, later jobs measure against the improvement.\n\n")
@@ -210,6 +181,29 @@ func (c Comment) nextStepsAB(b *strings.Builder, w gate.WorkloadResult) {
 		b.WriteString("**Next:** the blocks did not decide every rule: more blocks (`blocks`) or a longer workload narrow the interval; `slogate plan` says how many.\n\n")
 	case gate.Error:
 		b.WriteString("**Not judged:** the gate refused this job (see above); no verdict on the change was given. **Next:** fix the cause and rerun the workflow.\n\n")
+	}
+}
+
+// whatRegressed lists what failed a workload: each failed rule with its change and
+// interval, and each environment field whose drift policy is fail.
+func whatRegressed(b *strings.Builder, w gate.WorkloadResult) {
+	var what []string
+	for _, m := range w.Metrics {
+		if m.Verdict == gate.Fail {
+			what = append(what, regression(m))
+		}
+	}
+	for _, d := range w.Drift {
+		if d.Verdict == gate.Fail {
+			what = append(what, fmt.Sprintf("%s changed from %s to %s (drift policy fail)", esc(d.Field), code(d.Baseline), code(d.Candidate)))
+		}
+	}
+	if len(what) > 0 {
+		b.WriteString("**What regressed:**\n\n")
+		for _, s := range what {
+			b.WriteString("- " + s + "\n")
+		}
+		b.WriteString("\n")
 	}
 }
 

@@ -337,19 +337,19 @@ fi
 
 # ---- act --------------------------------------------------------------------------------
 
-# run_act N VERSION: runs the workflow once with Go removed from PATH and the action
-# pointed at release VERSION on the fake release server; captures go to $work/runN.
-run_act() {
-	local n=$1 version=$2 cap=$work/run$1
-	mkdir -p "$cap"
-	local t=$SECONDS rc=0
+# act_workflow WORKFLOW CAP [ACT ARGS...]: runs WORKFLOW under act on this host with Go
+# removed from PATH, against the fake GitHub API, the simulator and the fake release
+# server, captures to CAP and its log to CAP/act.json; returns act's exit status.
+act_workflow() {
+	local wf=$1 cap=$2
+	shift 2
 	# -P self-hosted=-self-hosted: the job's steps run on this host, no container engine.
 	# --action-cache-path: the runner's tool cache is act-cache/tool_cache, kept across runs.
 	# The empty env, secret, var and input files keep a developer's .env or .secrets out.
 	# --json: act logs each step's job summary there (fakegh summary extracts it).
 	waited env PATH="$nogo_path" ACT_DISABLE_VERSION_CHECK=1 \
 		timeout --kill-after=10 "$RUN_TIMEOUT" "$ACT_BIN" pull_request --json \
-		-W testdata/action/gate.yml \
+		-W "$wf" \
 		-e testdata/action/pull_request.json \
 		-P self-hosted=-self-hosted \
 		--action-cache-path "$work/act-cache" \
@@ -361,8 +361,17 @@ run_act() {
 		--env "GITHUB_REF=refs/pull/$PR_NUMBER/merge" \
 		--env "SLOGATE_TEST_TARGET=$sim_url" \
 		--env "SLOGATE_TEST_CAPTURE=$cap" \
-		--env "SLOGATE_TEST_VERSION=$version" \
-		--env "SLOGATE_TEST_RELEASE_URL=$release_url" >"$cap/act.json" 2>&1 || rc=$?
+		--env "SLOGATE_TEST_RELEASE_URL=$release_url" \
+		"$@" >"$cap/act.json" 2>&1
+}
+
+# run_act N VERSION: runs the workflow once with Go removed from PATH and the action
+# pointed at release VERSION on the fake release server; captures go to $work/runN.
+run_act() {
+	local n=$1 version=$2 cap=$work/run$1
+	mkdir -p "$cap"
+	local t=$SECONDS rc=0
+	act_workflow testdata/action/gate.yml "$cap" --env "SLOGATE_TEST_VERSION=$version" || rc=$?
 	echo "$((SECONDS - t))" >"$cap/seconds"
 	echo "$rc" >"$cap/rc"
 	"$work/bin/fakegh" summary -log "$cap/act.json" >"$cap/summary.md" || true
@@ -519,27 +528,13 @@ run4() {
 	t=$SECONDS rc=0
 	rm -f "$cap/outputs.env"
 	# --concurrent-jobs 3: the three shards run at once, as on three runners.
-	waited env PATH="$nogo_path" ACT_DISABLE_VERSION_CHECK=1 \
-		timeout --kill-after=10 "$RUN_TIMEOUT" "$ACT_BIN" pull_request --json \
-		-W testdata/action/scale-out.yml \
-		-e testdata/action/pull_request.json \
-		-P self-hosted=-self-hosted \
+	act_workflow testdata/action/scale-out.yml "$cap" \
 		--concurrent-jobs 3 \
 		--local-repository "actions/upload-artifact@v4=$REPO_ROOT/testdata/action/upload-artifact-standin" \
 		--local-repository "actions/download-artifact@v4=$REPO_ROOT/testdata/action/download-artifact-standin" \
-		--action-cache-path "$work/act-cache" \
-		--no-cache-server \
-		--env-file /dev/null --secret-file /dev/null --var-file /dev/null --input-file /dev/null \
-		-s "GITHUB_TOKEN=$token" \
-		--env "GITHUB_API_URL=$api_url" \
-		--env "GITHUB_REPOSITORY=$REPO_NAME" \
-		--env "GITHUB_REF=refs/pull/$PR_NUMBER/merge" \
-		--env "SLOGATE_TEST_TARGET=$sim_url" \
-		--env "SLOGATE_TEST_CAPTURE=$cap" \
 		--env "SLOGATE_TEST_ARTIFACTS=$work/artifacts" \
 		--env "SLOGATE_TEST_START_DELAY=${SLOGATE_ACTION_TEST_START_DELAY:-60} seconds" \
-		--env "SLOGATE_TEST_VERSION=$VERSION" \
-		--env "SLOGATE_TEST_RELEASE_URL=$release_url" >"$cap/act.json" 2>&1 || rc=$?
+		--env "SLOGATE_TEST_VERSION=$VERSION" || rc=$?
 	log "act run 4 (sharded): exit $rc in $((SECONDS - t)) s (log: $cap/act.json)"
 }
 run4

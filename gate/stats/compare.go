@@ -34,6 +34,10 @@ func (d Direction) String() string {
 	return "unset"
 }
 
+// FlapsOnNoise ends the warning about a tolerance narrower than the resolution of its
+// comparison: a caller that judges by another interval replaces it by its own.
+const FlapsOnNoise = "it will flap on noise"
+
 // Verdict is the outcome of one comparison or check.
 type Verdict string
 
@@ -205,7 +209,7 @@ func Compare(base, cand Metric, pol Policy) Result {
 	res.Verdict = judge(pol.Direction, pol.Tolerance, res.Point, res.Lo, res.Hi)
 	if pol.Tolerance < res.Resolution {
 		res.Warnings = append(res.Warnings, fmt.Sprintf(
-			"tolerance %s is narrower than this comparison's resolution ±%.1f%%: it will flap on noise",
+			"tolerance %s is narrower than this comparison's resolution ±%.1f%%: "+FlapsOnNoise,
 			fmtPct(pol.Tolerance), 100*res.Resolution))
 	}
 	return res

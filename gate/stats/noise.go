@@ -309,7 +309,7 @@ func combined(res Result, d, within, df float64, nz *Noise) Result {
 	res.Verdict = judge(pol.Direction, pol.Tolerance, res.Point, res.Lo, res.Hi)
 	if pol.Tolerance < res.Resolution {
 		res.Warnings = append(res.Warnings, fmt.Sprintf(
-			"tolerance %s is narrower than the ±%.1f%% the measured noise supports (between runs ±%.1f%%, within ±%.1f%%): it will flap on noise",
+			"tolerance %s is narrower than the ±%.1f%% the measured noise supports (between runs ±%.1f%%, within ±%.1f%%): "+FlapsOnNoise,
 			fmtPct(pol.Tolerance), 100*res.Resolution, 100*(math.Exp(q*nz.Between)-1), 100*(math.Exp(q*math.Sqrt(within))-1)))
 	}
 	if total == 0 {
