@@ -58,8 +58,10 @@ func fixedAB(blocks []Block, pol Policy, sh Shared) Verdict {
 // seqAB is a sequential A/B job looked at after every pair from minBlocks on, at most
 // maxBlocks: the pairs' confidence sequence (with the shared part) decides; with a final
 // share f the looks before the maximum take 1 − (1 − c)(1 − f) and the maximum is judged
-// by the fixed interval at 1 − f(1 − c) (gate.ABStop). It says whether the job failed.
-func seqAB(blocks []Block, pol Policy, sh Shared, minBlocks, maxBlocks int, final float64) bool {
+// by the fixed interval at 1 − f(1 − c) (gate.ABStop). With futilityFrom (0: never) an
+// undecided look from that block on stops the job undecided when Futile says so, as
+// gate.LookAB does. It says whether the job failed.
+func seqAB(blocks []Block, pol Policy, sh Shared, minBlocks, maxBlocks int, final float64, futilityFrom int) bool {
 	seqPol, finPol := pol, pol
 	if final > 0 {
 		seqPol.Confidence = 1 - (1-pol.Confidence)*(1-final)
@@ -72,6 +74,15 @@ func seqAB(blocks []Block, pol Policy, sh Shared, minBlocks, maxBlocks int, fina
 		_, _, _, dec, ok := SequentialBlocksShared(blocks[:n], seqPol, sh)
 		if ok && dec != Undecided {
 			return dec == DecidedFail
+		}
+		if futilityFrom > 0 && n >= futilityFrom && n < maxBlocks {
+			finConf := 0.0
+			if final > 0 {
+				finConf = finPol.Confidence
+			}
+			if f, _, _, ok := Futile(blocks[:n], seqPol, sh, maxBlocks/2, finConf); ok && f {
+				return false // stopped futile: judged by the sequence, undecided
+			}
 		}
 	}
 	return false
@@ -89,9 +100,13 @@ func abRules() []edgeRule {
 	return []edgeRule{
 		{name: "A/B fixed, 8 blocks, restarts", aa: 0.004, power: 0.45, fails: job(8, false, func(b []Block) bool { return fixedAB(b, pol, Shared{}) == Fail })},
 		{name: "A/B fixed, 8 blocks, swapped", aa: 0.004, power: 0.28, fails: job(8, true, func(b []Block) bool { return fixedAB(b, pol, sh) == Fail })},
-		{name: "A/B sequential 4-16, restarts", aa: 0.004, power: 0.38, fails: job(16, false, func(b []Block) bool { return seqAB(b, pol, Shared{}, 4, 16, 0) })},
-		{name: "A/B sequential 4-16, swapped", aa: 0.004, power: 0.03, fails: job(16, true, func(b []Block) bool { return seqAB(b, pol, sh, 4, 16, 0) })},
-		{name: "A/B sequential 4-16, final share 0.5", aa: 0.004, power: 0.75, fails: job(16, false, func(b []Block) bool { return seqAB(b, pol, Shared{}, 4, 16, 0.5) })},
+		{name: "A/B sequential 4-16, restarts", aa: 0.004, power: 0.38, fails: job(16, false, func(b []Block) bool { return seqAB(b, pol, Shared{}, 4, 16, 0, 0) })},
+		{name: "A/B sequential 4-16, swapped", aa: 0.004, power: 0.03, fails: job(16, true, func(b []Block) bool { return seqAB(b, pol, sh, 4, 16, 0, 0) })},
+		{name: "A/B sequential 4-16, final share 0.5", aa: 0.004, power: 0.75, fails: job(16, false, func(b []Block) bool { return seqAB(b, pol, Shared{}, 4, 16, 0.5, 0) })},
+		{name: "A/B sequential 4-32, restarts", aa: 0.004, power: 0.85, fails: job(32, false, func(b []Block) bool { return seqAB(b, pol, Shared{}, 4, 32, 0, 0) })},
+		{name: "A/B sequential 4-32, futility from 8", aa: 0.004, power: 0.72, fails: job(32, false, func(b []Block) bool { return seqAB(b, pol, Shared{}, 4, 32, 0, 8) })},
+		{name: "A/B sequential 4-32, final share 0.5, futility from 16", aa: 0.004, power: 0.93, fails: job(32, false, func(b []Block) bool { return seqAB(b, pol, Shared{}, 4, 32, 0.5, 16) })},
+		{name: "A/B sequential 4-32, swapped, futility from 8", aa: 0.004, power: 0.06, fails: job(32, true, func(b []Block) bool { return seqAB(b, pol, sh, 4, 32, 0, 8) })},
 		{name: "negative control: a fixed A/B interval at every pair, 4-32", control: true, fails: job(32, false, func(b []Block) bool {
 			for n := 4; n <= 32; n += 2 {
 				if fixedAB(b[:n], pol, Shared{}) == Fail {
