@@ -155,6 +155,7 @@ func evalBlocks(rule workload.Rule, def metricDef, blocks []abBlock, basePol sta
 			m.Noise = noiseResult(nz, r)
 			if sh := sp.shared(); sh.Var > 0 {
 				m.Noise.StartsSD = math.Round(math.Sqrt(sh.Var)*1e6) / 1e6
+				m.Noise.StartsDF = math.Round(sh.DF*100) / 100
 			}
 		}
 		m.Warnings = append(m.Warnings, r.Warnings...)
@@ -162,7 +163,7 @@ func evalBlocks(rule workload.Rule, def metricDef, blocks []abBlock, basePol sta
 			m.Warnings = append(m.Warnings, "the spread between engine starts is unknown (no calibration of the baseline measured it): the interval leaves out the offset of the engines' one start each")
 		}
 		if sp.kept > 0 && sp.known && sp.bound {
-			m.Warnings = append(m.Warnings, fmt.Sprintf("the calibration's spread between engine starts came out 0 (its starts moved no more than their runs' own noise, on %g degrees of freedom), which does not show that they do not differ: the interval adds the whole spread of its starts' means (%.3f, the noise of their runs included) in its place, an upper bound; more runs per start (slogate calibrate --restart-every K) narrow that bound, and more starts measure the part itself", sp.df, sp.sd))
+			m.Warnings = append(m.Warnings, fmt.Sprintf("%s: the interval adds that whole spread (%.3f on %g degrees of freedom, the noise of their runs included) in its place, an upper bound; more runs per start (slogate calibrate --restart-every K) narrow that bound, and more starts measure the part itself", StartBoundWhy, sp.sd, sp.df))
 		}
 		if seq && r.Verdict != Incomparable {
 			r.Verdict = sequentialVerdict(&m, sb, pol, r.Verdict, sp.shared())
@@ -360,7 +361,7 @@ func judgeAB(cfg *workload.File, name string, recs []*result.Record, rules []wor
 	}
 	g := cfg.Gate
 	pol := stats.Policy{Resamples: g.Resamples, Confidence: g.Confidence, Seed: uint64(g.Seed)}
-	parts, note := jobStartParts(rules, defs, recs, cals)
+	parts, note := jobStartParts(rules, defs, recs, cals, g.Confidence)
 	if note != "" {
 		wr.Warnings = append(wr.Warnings, note)
 	}

@@ -33,8 +33,8 @@ type startPart struct {
 	// freedom; known says whether a calibration measured it.
 	sd, df float64
 	known  bool
-	// bound says that the calibration's part came out 0 and sd is the runs' whole
-	// spread in its place (StartSpread).
+	// bound says that the calibration's part was measured less surely than the whole
+	// spread of its starts' means, and sd is that whole in its place (StartSpread).
 	bound bool
 }
 
@@ -63,61 +63,94 @@ func keptSides(recs []*result.Record) []string {
 }
 
 // StartSpread is the calibration's spread of one engine start for metric, on df degrees
-// of freedom: its between_starts part, or for a calibration without the breakdown whose
-// every run had its own start, its runs' spread less their sampling noise. ok is false
-// when the calibration did not measure it.
+// of freedom, as an interval at confidence conf (0: stats.DefaultConfidence) takes it
+// for the part the engines' starts put into a swapped job's ratio: its between_starts
+// part, or for a calibration without the breakdown whose every run had its own start,
+// its runs' spread less their sampling noise. ok is false when the calibration did not
+// measure it.
 //
-// That part is a difference of two estimates (the runs' spread less what their own
-// sampling noise puts into it) and comes out 0 whenever the runs happened to move no
-// more than their sampling noise: over 20 simulated calibrations of 10 starts, for ITL
-// p99 at a true spread between starts of 0.03 and a sampling noise of 0.036, in 5
-// (TestNoiseSwapBudget logs both). A 0 then says only that the starts could
-// not be told apart, not that they do not differ, and a swapped job that added nothing
-// for them failed unchanged engines more often than its error rate. In its place
-// StartSpread gives the whole spread of the starts' means (each start's runs averaged,
-// their sampling noise and the runs of one server included; with one run per start,
-// the runs' spread), which the spread of one start's offset does not exceed in
-// expectation: bound is then true. Several runs per start (calibrate --restart-every
-// K) average the noise below out of that bound, so that it can show starts that differ
-// little.
-func StartSpread(cal *Calibration, metric string) (sd, df float64, ok, bound bool) {
+// That part is a difference of two estimates: the spread of the starts' means (MS, on
+// the starts' degrees of freedom) less what the levels below put into a mean (B: the
+// runs' sampling noise, known from their bootstrap, or the spread of runs of one start
+// over their count). A difference is measured less surely than its parts, the more so
+// the smaller it is against them, and taken at the starts' degrees of freedom it made
+// an interval too narrow: a swapped job of 32 blocks against a 10-start calibration
+// whose part was about half of MS failed a change at its tolerance's edge 63–107 times
+// in 2,000 (gate/edge_components_test.go), over the 50 its error rate allows. So the
+// part is taken on its Welch–Satterthwaite degrees of freedom,
+//
+//	df_part = v² / (MS²/df + B²/df_B)        (v = MS − B; df_B infinite where B is known)
+//
+// and the interval is never wider than the whole of MS on the starts' degrees of
+// freedom, which holds the part and everything below it, and whose degrees of freedom
+// are exact: whichever of the two half-widths t(df_part)·√v and t(df)·√MS is the
+// narrower at conf's level for this part is taken (bound true for the whole). A part
+// that came out 0 or below has df_part 0 and so takes the whole: no special case, and no
+// jump as the part shrinks. Several runs per start (calibrate --restart-every K) average
+// the noise below out of MS, so that it can show starts that differ little.
+func StartSpread(cal *Calibration, metric string, conf float64) (sd, df float64, ok, bound bool) {
 	ms := cal.Lookup(metric)
 	if ms == nil {
 		return 0, 0, false, false
 	}
+	// whole is √MS; below is B and dfBelow its degrees of freedom (0: known).
+	var whole, below, dfBelow float64
 	switch c := ms.Components; {
 	case c != nil && c.StartsSD != nil:
 		sd, df = *c.StartsSD, float64(cmp.Or(c.StartsDF, c.DF))
+		// A calibration older than start_means_sd, or of one run per start, has its
+		// runs' whole spread.
+		whole = ms.RunSD
+		if c.StartMeansSD != nil && *c.StartMeansSD > 0 {
+			whole = *c.StartMeansSD
+		}
+		below = max(whole*whole-sd*sd, 0)
+		if c.RunsSD != nil && c.RunsDF > 0 {
+			dfBelow = float64(c.RunsDF)
+		}
 	case c == nil && cal.Restarts:
 		sd, df = math.Sqrt(max(ms.RunSD*ms.RunSD-ms.WithinSD*ms.WithinSD, 0)), float64(ms.DF)
+		whole, below = ms.RunSD, ms.WithinSD*ms.WithinSD
 	default:
 		return 0, 0, false, false
 	}
 	if df <= 0 {
 		return sd, df, false, false
 	}
-	if sd == 0 {
-		// The starts' means spread by no more than the levels below put into them; a
-		// calibration older than that figure, or of one run per start, has the runs'.
-		whole := ms.RunSD
-		if c := ms.Components; c != nil && c.StartMeansSD != nil && *c.StartMeansSD > 0 {
-			whole = *c.StartMeansSD
-		}
-		if whole > 0 {
-			return whole, df, true, true
-		}
+	if whole <= sd {
+		return sd, df, true, false
 	}
-	return sd, df, true, false
+	v, m := sd*sd, whole*whole
+	dfPart := 0.0
+	if v > 0 {
+		d := m * m / df
+		if dfBelow > 0 {
+			d += below * below / dfBelow
+		}
+		dfPart = v * v / d
+	}
+	// The level of the start part's quantile in a job at conf (stats.Shared.HalfWidth:
+	// half of the error rate). Below one degree of freedom the part's half-width is
+	// always the wider (t's quantile there is over 50).
+	a := (1 - cmp.Or(conf, stats.DefaultConfidence)) / 2
+	if dfPart >= 1 && stats.TQuantile(1-a/2, dfPart)*sd <= stats.TQuantile(1-a/2, df)*whole {
+		return sd, dfPart, true, false
+	}
+	return whole, df, true, true
 }
+
+// StartBoundWhy says why a swapped job adds the whole spread of the calibration's
+// starts' means (StartSpread's bound).
+const StartBoundWhy = "the calibration's spread between engine starts is small against what its runs' own noise puts into its starts' means (0 where they moved no more than that noise), so it is measured less surely than that whole spread"
 
 // startParts is each rule's start part for a job whose kept sides are kept, from cal
 // (nil: none stored with the baseline).
-func startParts(rules []string, kept []string, cal *Calibration) []startPart {
+func startParts(rules []string, kept []string, cal *Calibration, conf float64) []startPart {
 	out := make([]startPart, len(rules))
 	for i, metric := range rules {
 		out[i].kept = len(kept)
 		if len(kept) > 0 {
-			out[i].sd, out[i].df, out[i].known, out[i].bound = StartSpread(cal, metric)
+			out[i].sd, out[i].df, out[i].known, out[i].bound = StartSpread(cal, metric, conf)
 		}
 	}
 	return out
@@ -181,7 +214,7 @@ func (s Store) CalibrationOf(workload, hardware string) (*Calibration, string) {
 
 // jobStartParts are the start parts of an A/B job's rules (one per rule, in order) and
 // the job's note on them ("" when every block had its own engine start).
-func jobStartParts(rules []workload.Rule, defs []metricDef, recs []*result.Record, cals CalibrationOf) ([]startPart, string) {
+func jobStartParts(rules []workload.Rule, defs []metricDef, recs []*result.Record, cals CalibrationOf, conf float64) ([]startPart, string) {
 	kept := keptSides(recs)
 	metrics := make([]string, len(rules))
 	for i, r := range rules {
@@ -192,7 +225,7 @@ func jobStartParts(rules []workload.Rule, defs []metricDef, recs []*result.Recor
 	if len(kept) > 0 && cals != nil && len(recs) > 0 {
 		cal, path = cals(recs[0].Workload, HardwareOf(recs[0]))
 	}
-	parts := startParts(metrics, kept, cal)
+	parts := startParts(metrics, kept, cal, conf)
 	if len(kept) == 0 {
 		return parts, ""
 	}

@@ -159,7 +159,7 @@ func LookAB(cfg *workload.File, stop ABStop, recs []*result.Record, cals Calibra
 		}
 		ab[i] = abBlock{r: runOf(r), candidate: r.AB.Side == result.SideCandidate}
 	}
-	parts, _ := jobStartParts(rules, defs, recs, cals)
+	parts, _ := jobStartParts(rules, defs, recs, cals, cfg.Gate.Confidence)
 	if reason, why := lookBlocks(rules, defs, ab, cfg.Gate.Confidence, parts, stop); reason != "" {
 		return &Stopped{Reason: reason, AtBlock: n, Why: why}, nil
 	}

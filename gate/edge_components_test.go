@@ -69,7 +69,7 @@ func TestNoiseEdgeComponents(t *testing.T) {
 	swapped := func(w calWorld, starts, runs, blocks int) func(r *rand.Rand, m statstest.NoiseModel, delta float64) bool {
 		return func(r *rand.Rand, m statstest.NoiseModel, delta float64) bool {
 			cal, _ := w.calibration(r, m, 1, starts, runs)
-			sd, df, ok, _ := StartSpread(cal, "itl_p99")
+			sd, df, ok, _ := StartSpread(cal, "itl_p99", edgeComponentsPolicy.Confidence)
 			if !ok {
 				panic("no start spread")
 			}
@@ -102,10 +102,14 @@ func TestNoiseEdgeComponents(t *testing.T) {
 		{name: "committed, 3 repeats on 1 start; calibration of 5 starts × 2 runs", fails: committed(w, 1, 5, 2), power: 0.18},
 		{name: "committed, 3 repeats on 1 start; calibration of 3 days × 4 starts", fails: committed(calWorld{day: 0.03, start: 0.04, run: 0.02, within: 0.03}, 3, 4, 1), power: 0.02},
 		{name: "committed, 3 repeats on 1 start; calibration of 10 starts, sampling dominant", fails: committed(small, 1, 10, 1), power: 0.5},
-		{name: "A/B fixed, 8 blocks, swapped; starts from a calibration of 10", fails: swapped(calWorld{start: 0.03, run: 0.02, within: 0.036}, 10, 1, 8), power: 0.28},
-		{name: "A/B fixed, 16 blocks, swapped; starts from a calibration of 10, their part small", fails: swapped(small, 10, 1, 16), power: 0.35},
-		{name: "A/B fixed, 32 blocks, swapped; starts from a calibration of 5 starts × 2 runs", fails: swapped(small, 5, 2, 32), power: 0.4},
-		{name: "A/B fixed, 32 blocks, swapped; starts from a calibration of 10, their part dominant", fails: swapped(calWorld{start: 0.04, run: 0.01, within: 0.02}, 10, 1, 32), power: 0.28},
+		{name: "A/B fixed, 8 blocks, swapped; starts from a calibration of 10", fails: swapped(calWorld{start: 0.03, run: 0.02, within: 0.036}, 10, 1, 8), power: 0.1},
+		{name: "A/B fixed, 16 blocks, swapped; starts from a calibration of 10, their part small", fails: swapped(small, 10, 1, 16), power: 0.12},
+		{name: "A/B fixed, 32 blocks, swapped; starts from a calibration of 5 starts × 2 runs", fails: swapped(small, 5, 2, 32), power: 0.25},
+		{name: "A/B fixed, 16 blocks, swapped; starts from a calibration of 10 starts × 3 runs, their part small", fails: swapped(small, 10, 3, 16), power: 0.38},
+		{name: "A/B fixed, 32 blocks, swapped; starts from a calibration of 10, their part dominant", fails: swapped(calWorld{start: 0.04, run: 0.01, within: 0.02}, 10, 1, 32), power: 0.17},
+		{name: "A/B fixed, 32 blocks, swapped; starts from a calibration of 10, their part about half", fails: swapped(calWorld{start: 0.03, run: 0.01, within: 0.025}, 10, 1, 32), power: 0.25},
+		{name: "A/B fixed, 32 blocks, swapped; starts from a calibration of 10, their part under half", fails: swapped(calWorld{start: 0.025, run: 0.01, within: 0.03}, 10, 1, 32), power: 0.2},
+		{name: "A/B fixed, 64 blocks, swapped; starts from a calibration of 10, their part under half", fails: swapped(calWorld{start: 0.025, run: 0.01, within: 0.03}, 10, 1, 64), power: 0.2},
 		{name: "negative control: committed, the starts' part divided by the repeats", control: true, fails: unshared(w, 10)},
 		{name: "negative control: A/B swapped, the starts' part as estimated, 0 as 0", control: true, fails: pointOnly(small, 10, 1, 16)},
 	}

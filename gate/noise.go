@@ -253,6 +253,9 @@ type NoiseResult struct {
 	// adds (their offsets, which the blocks cannot see), from the baseline's
 	// calibration; 0 when every block had its own engine start.
 	StartsSD float64 `json:"starts_sd,omitempty"`
+	// StartsDF are StartsSD's degrees of freedom (StartSpread: the part's own, or the
+	// starts' where the whole spread of their means was taken).
+	StartsDF float64 `json:"starts_df,omitempty"`
 	// BaselineStarts and CandidateStarts are the distinct engine starts that served
 	// each side's runs, over which the spread between engine starts is averaged
 	// (repeats on one start count once); absent when no between-run spread is known.

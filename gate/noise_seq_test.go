@@ -204,7 +204,7 @@ func seqJobsEach(t *testing.T, set seqSet, judges []judge) [][]seqTrial {
 						parts[j] = startPart{kept: 2, known: true}
 					}
 				} else {
-					parts = startParts(metrics, []string{"baseline", "candidate"}, cals[k][i%len(cals[k])])
+					parts = startParts(metrics, []string{"baseline", "candidate"}, cals[k][i%len(cals[k])], 0.95)
 				}
 			}
 			stop := jd.stop
@@ -380,8 +380,11 @@ func TestNoiseSequential(t *testing.T) {
 			t.Errorf("%s A/A: %d of %d jobs failed, want ≤ 1%%", rc, aa.fail, aa.n)
 		}
 		if rc == swaps {
-			if slow.itlFail*100 < 25*slow.n {
-				t.Errorf("%s: a 20%% ITL p99 regression failed %d of %d jobs, want ≥ 25%%", rc, slow.itlFail, slow.n)
+			// The calibration's part between starts (0.03 against runs' noise of 0.036)
+			// is measured less surely than the whole spread of its starts' means, which
+			// the job adds in its place (StartSpread): few regressions decided.
+			if slow.itlFail*100 < 5*slow.n {
+				t.Errorf("%s: a 20%% ITL p99 regression failed %d of %d jobs, want ≥ 5%%", rc, slow.itlFail, slow.n)
 			}
 			// Within a quarter of the fixed recipe's GPU time (12 blocks), a job judged
 			// at its maximum by the fixed interval at half the error rate (ab
@@ -505,8 +508,11 @@ func TestNoiseSwapBudget(t *testing.T) {
 	// recommended calibration), even starts that do not differ leave the fixed job below
 	// 95%: the calibration cannot show that they do not, and the job adds what it could
 	// not rule out. A calibration of 20 starts of 4 runs each (calibrate --runs 80
-	// --restart-every 4) can show starts that differ by 1% or less, and the fixed job
-	// then meets the target; at 3% no calibration can make it (the bound above).
+	// --restart-every 4) averages the runs' noise out of its starts' means and brings
+	// the fixed job close to the target on starts that differ by 1% or less (185 and
+	// 189 of 200 caught), short of it since the part is taken as surely as a difference
+	// of two spreads is measured (StartSpread); at 3% no calibration can make it (the
+	// bound above).
 	cases := []struct {
 		sd               float64
 		known            bool // the job takes its starts as known not to differ
@@ -515,7 +521,7 @@ func TestNoiseSwapBudget(t *testing.T) {
 	}{
 		{gpuNoise.SpeedSD, false, 10, 1, false}, {0.01, false, 10, 1, false}, {0, false, 10, 1, false},
 		{0, true, 10, 1, true},
-		{gpuNoise.SpeedSD, false, 20, 4, false}, {0.01, false, 20, 4, true}, {0, false, 20, 4, true},
+		{gpuNoise.SpeedSD, false, 20, 4, false}, {0.01, false, 20, 4, false}, {0, false, 20, 4, false},
 	}
 	// The trials at one spread between starts are the same blocks whatever the
 	// calibration: each spread's blocks are drawn once and every case of it judged on

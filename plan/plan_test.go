@@ -164,11 +164,13 @@ func TestCostsSwapsAddTheSpreadBetweenStarts(t *testing.T) {
 }
 
 // TestForWorkloadStartSpreadOfZero: a calibration whose spread between engine starts
-// came out 0 is costed as the swapped job will judge it (gate.StartSpread): with the
-// runs' whole spread in its place, and a warning, not as starts that never differ.
+// came out 0, or small against the runs' whole spread, is costed as the swapped job will
+// judge it (gate.StartSpread): with the runs' whole spread in its place, and a warning,
+// not as starts that never differ. A part that is nearly all of it is costed as
+// measured, on its own degrees of freedom.
 func TestForWorkloadStartSpreadOfZero(t *testing.T) {
 	w := &workload.Workload{Name: "chat", Requests: 300, Arrival: workload.Arrival{Process: "poisson", Rate: 10}}
-	zero, measured := 0.0, 0.02
+	zero, small, measured := 0.0, 0.02, 0.0398
 	cal := func(sd *float64) *gate.Calibration {
 		return &gate.Calibration{Source: "calibrate", Runs: 10, Restarts: true, Metrics: []gate.MetricSpread{{Metric: "itl_p99", RunSD: 0.04, WithinSD: 0.035, DF: 9,
 			Components: &gate.Components{WithinSD: 0.035, StartsSD: sd, DF: 9, StartsDF: 9}}}}
@@ -182,12 +184,16 @@ func TestForWorkloadStartSpreadOfZero(t *testing.T) {
 	if r := p.Rules[0]; r.StartsSD != 0.04 || r.StartsDF != 9 {
 		t.Errorf("a start spread of 0: costed with %v on %d df, want the runs' 0.04 on 9", r.StartsSD, r.StartsDF)
 	}
-	if !strings.Contains(strings.Join(p.Warnings, "\n"), "spread between engine starts came out 0") {
+	if !strings.Contains(strings.Join(p.Warnings, "\n"), gate.StartBoundWhy) {
 		t.Errorf("no warning: %q", p.Warnings)
 	}
+	in.Calibration = cal(&small)
+	if p, _ := ForWorkload(w, in); p.Rules[0].StartsSD != 0.04 || len(p.Warnings) != 1 {
+		t.Errorf("a small start spread: %v, warnings %q, want the runs' 0.04 and a warning", p.Rules[0].StartsSD, p.Warnings)
+	}
 	in.Calibration = cal(&measured)
-	if p, _ := ForWorkload(w, in); p.Rules[0].StartsSD != 0.02 || len(p.Warnings) != 0 {
-		t.Errorf("a measured start spread: %v, warnings %q", p.Rules[0].StartsSD, p.Warnings)
+	if p, _ := ForWorkload(w, in); p.Rules[0].StartsSD != 0.0398 || p.Rules[0].StartsDF != 8 || len(p.Warnings) != 0 {
+		t.Errorf("a measured start spread: %v on %d, warnings %q, want 0.0398 on 8 (9·(0.0398/0.04)⁴ = 8.8)", p.Rules[0].StartsSD, p.Rules[0].StartsDF, p.Warnings)
 	}
 }
 

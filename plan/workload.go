@@ -56,12 +56,12 @@ func ForWorkload(w *workload.Workload, in Inputs) (Plan, error) {
 				pr.RunSD, pr.SharedSD, pr.DF = sp.RunSD, sp.SharedSD, sp.DF
 				pr.CalStarts = in.Calibration.Starts()
 			}
-			if sd, df, ok, bound := gate.StartSpread(in.Calibration, r.Metric); ok {
-				// The swapped job adds what the gate will: a part that came out 0 is
-				// replaced by the whole spread of its starts' means.
+			if sd, df, ok, bound := gate.StartSpread(in.Calibration, r.Metric, in.Job.Confidence); ok {
+				// The swapped job adds what the gate will: a part measured less surely
+				// than the whole spread of its starts' means is replaced by that whole.
 				pr.StartsSD, pr.StartsDF = sd, int(df)
 				if bound {
-					p.Warnings = append(p.Warnings, fmt.Sprintf("%s: the calibration's spread between engine starts came out 0: A/B with swaps is costed, as its job will judge it, with the whole spread of its starts' means (%.3f) in its place (more runs per start, slogate calibrate --restart-every K, narrow it; more starts measure the part itself)", r.Metric, sd))
+					p.Warnings = append(p.Warnings, fmt.Sprintf("%s: %s: A/B with swaps is costed, as its job will judge it, with the whole spread of its starts' means (%.3f) in its place (more runs per start, slogate calibrate --restart-every K, narrow it; more starts measure the part itself)", r.Metric, gate.StartBoundWhy, sd))
 				}
 			} else {
 				p.Warnings = append(p.Warnings, fmt.Sprintf("%s: the calibration did not measure the spread between engine starts: A/B with swaps is costed as if its engines' one start each added nothing, and its job will warn (calibrate with --restart-every K)", r.Metric))
