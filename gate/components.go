@@ -167,8 +167,18 @@ func (c *Components) spread(sp stats.Spread) stats.Spread {
 		}
 	}
 	// What moves between starts and days is shared by the runs of one start: a
-	// candidate's repeats on one start meet it once (stats.Spread.SharedSD).
-	return stats.Spread{RunSD: math.Sqrt(v), WithinSD: c.WithinSD, DF: c.DF, SharedSD: math.Sqrt(shared)}
+	// candidate's repeats on one start meet it once (stats.Spread.SharedSD). Below it,
+	// in the starts' means it was taken out of, lie the runs' noise over their count:
+	// the spread of those means less the starts' part (when the days' level is the top,
+	// the starts' means' whole spread bounds what it holds of them).
+	var below float64
+	if c.StartMeansSD != nil && c.StartsSD != nil {
+		below = max(*c.StartMeansSD**c.StartMeansSD-*c.StartsSD**c.StartsSD, 0)
+		if c.DaysSD != nil {
+			below = *c.StartMeansSD * *c.StartMeansSD
+		}
+	}
+	return stats.Spread{RunSD: math.Sqrt(v), WithinSD: c.WithinSD, DF: c.DF, SharedSD: math.Sqrt(shared), SharedBelow: below}
 }
 
 // groupBy groups 0..n-1 by key, groups in order of first appearance.

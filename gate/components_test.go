@@ -188,18 +188,21 @@ func TestRepeatsOnOneStartCountOnce(t *testing.T) {
 		return m.Noise.BetweenSD
 	}
 	x := sp.Between()
+	below := sp.SharedBelow
 	for _, c := range []struct {
 		starts []int
-		want   float64
+		ks     float64
 	}{
-		{[]int{1, 1, 1}, x * math.Sqrt(1.0/6+1)},
-		{[]int{1, 2, 3}, x * math.Sqrt(1.0/6+1.0/3)},
-		{[]int{1, 1, 2}, x * math.Sqrt(1.0/6+1.0/2)},
+		{[]int{1, 1, 1}, 1.0/6 + 1},
+		{[]int{1, 2, 3}, 1.0/6 + 1.0/3},
+		{[]int{1, 1, 2}, 1.0/6 + 1.0/2},
 	} {
-		// The interval is never below the calibration runs' own spread (its sampling part
-		// counted too): the between-run part is at least the formula's.
-		if got := between(c.starts...); got < c.want*(1-1e-3) || got > c.want*1.5 {
-			t.Errorf("candidate on starts %v: between-run sd %.4f, want %.4f (the calibration's %.4f at the distinct starts)", c.starts, got, c.want, x)
+		// The shared part counts once per distinct start: at least x²·ks. It is a
+		// difference (the starts' spread less the runs' noise below it), so the gate may
+		// take the whole spread of the starts in its place, at most (x² + below)·ks.
+		lo, hi := x*math.Sqrt(c.ks), math.Sqrt((x*x+below)*c.ks)
+		if got := between(c.starts...); got < lo*(1-1e-3) || got > hi*(1+1e-3) {
+			t.Errorf("candidate on starts %v: between-run sd %.4f, want from %.4f (the calibration's part %.4f at the distinct starts) to %.4f (the starts' whole spread)", c.starts, got, lo, x, hi)
 		}
 	}
 	if one, three := between(1, 1, 1), between(1, 2, 3); !(one > 1.3*three) {

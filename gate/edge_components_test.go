@@ -98,10 +98,15 @@ func TestNoiseEdgeComponents(t *testing.T) {
 	w := calWorld{start: 0.05, run: 0.02, within: 0.03}
 	small := calWorld{start: 0.02, run: 0.01, within: 0.04}
 	rules := []rule{
-		{name: "committed, 3 repeats on 1 start; calibration of 10 starts", fails: committed(w, 1, 10, 1), power: 0.25},
-		{name: "committed, 3 repeats on 1 start; calibration of 5 starts × 2 runs", fails: committed(w, 1, 5, 2), power: 0.18},
-		{name: "committed, 3 repeats on 1 start; calibration of 3 days × 4 starts", fails: committed(calWorld{day: 0.03, start: 0.04, run: 0.02, within: 0.03}, 3, 4, 1), power: 0.02},
-		{name: "committed, 3 repeats on 1 start; calibration of 10 starts, sampling dominant", fails: committed(small, 1, 10, 1), power: 0.5},
+		{name: "committed, 3 repeats on 1 start; calibration of 10 starts", fails: committed(w, 1, 10, 1), power: 0.22},
+		{name: "committed, 3 repeats on 1 start; calibration of 5 starts × 2 runs", fails: committed(w, 1, 5, 2), power: 0.15},
+		{name: "committed, 3 repeats on 1 start; calibration of 3 days × 4 starts", fails: committed(calWorld{day: 0.03, start: 0.04, run: 0.02, within: 0.03}, 3, 4, 1), power: 0.005},
+		{name: "committed, 3 repeats on 1 start; calibration of 10 starts, sampling dominant", fails: committed(small, 1, 10, 1), power: 0.35},
+		{name: "committed, 3 repeats on 1 start; calibration of 10 starts, their part about half", fails: committed(calWorld{start: 0.03, run: 0.01, within: 0.025}, 1, 10, 1), power: 0.4},
+		{name: "committed, 3 repeats on 1 start; calibration of 10 starts, their part under half", fails: committed(calWorld{start: 0.025, run: 0.01, within: 0.03}, 1, 10, 1), power: 0.4},
+		{name: "committed, 3 repeats on 1 start; calibration of 5 starts × 2 runs, their part about half", fails: committed(calWorld{start: 0.03, run: 0.01, within: 0.025}, 1, 5, 2), power: 0.3},
+		{name: "committed, 3 repeats on 1 start; calibration of 4 days × 5 starts", fails: committed(calWorld{day: 0.03, start: 0.01, run: 0.01, within: 0.025}, 4, 5, 1), power: 0.17},
+		{name: "committed, 3 repeats on 1 start; calibration of 6 days × 3 starts", fails: committed(calWorld{day: 0.03, start: 0.02, run: 0.01, within: 0.025}, 6, 3, 1), power: 0.25},
 		{name: "A/B fixed, 8 blocks, swapped; starts from a calibration of 10", fails: swapped(calWorld{start: 0.03, run: 0.02, within: 0.036}, 10, 1, 8), power: 0.1},
 		{name: "A/B fixed, 16 blocks, swapped; starts from a calibration of 10, their part small", fails: swapped(small, 10, 1, 16), power: 0.12},
 		{name: "A/B fixed, 32 blocks, swapped; starts from a calibration of 5 starts × 2 runs", fails: swapped(small, 5, 2, 32), power: 0.25},

@@ -63,6 +63,11 @@ type Rule struct {
 	SharedSD  float64
 	CalStarts int
 	DF        int
+	// WithinSD is the runs' own sampling part of RunSD and SharedBelow what the levels
+	// below put into the mean square SharedSD was taken out of (stats.Spread's): the
+	// gate takes a shared part against them on its own degrees of freedom. 0: unknown,
+	// the sampling noise counted inside RunSD.
+	WithinSD, SharedBelow float64
 	// StartsSD is the calibration's spread between engine starts (sd of the log of one
 	// start's offset) on StartsDF degrees of freedom: what a swapped job's intervals add
 	// once per engine kept through its blocks. 0: not measured.
@@ -237,13 +242,17 @@ func (r Rule) committedDetectable(conf float64, repeats, starts int) float64 {
 	if !(r.RunSD > 0) {
 		return math.Inf(1)
 	}
-	sp := stats.Spread{RunSD: r.RunSD, DF: cmp.Or(r.DF, r.CalRuns-1), SharedSD: r.SharedSD}
+	sp := stats.Spread{RunSD: r.RunSD, WithinSD: r.WithinSD, DF: cmp.Or(r.DF, r.CalRuns-1), SharedSD: r.SharedSD, SharedBelow: r.SharedBelow}
+	w := r.WithinSD * r.WithinSD
 	base := stats.Side{Runs: r.CalRuns, Starts: r.CalStarts}
 	if r.CalRuns < 2 {
 		sp.DF, base = math.MaxInt32, stats.Side{Runs: 1} // known: the normal quantile
+		sp.WithinSD, w = 0, 0
 	}
+	// Each side's sampling noise, as the gate measures it: the runs' own over their count.
+	base.Within = w / float64(base.Runs)
 	pol := stats.Policy{Direction: stats.LowerIsBetter, Tolerance: r.Tolerance, Confidence: conf}
-	_, nz := stats.CompareSides(base, stats.Side{Runs: repeats, Starts: starts}, sp, "calibration", pol, "")
+	_, nz := stats.CompareSides(base, stats.Side{Runs: repeats, Starts: starts, Within: w / float64(repeats)}, sp, "calibration", pol, "")
 	return stats.Detectable(nz, r.Tolerance, 0.95)
 }
 

@@ -204,7 +204,7 @@ func TestForWorkloadStartSpreadOfZero(t *testing.T) {
 func TestCostsCommittedStarts(t *testing.T) {
 	j := Job{Run: 15 * time.Second, Start: 90 * time.Second, Wake: 3 * time.Second, Repeats: 3, MinBlocks: 16, MaxBlocks: 16}
 	const within = 0.03
-	r := Rule{Metric: "itl_p99", Tolerance: 0.10, RunSD: math.Sqrt(0.05*0.05 + 0.02*0.02 + within*within), SharedSD: 0.05, CalRuns: 10, CalStarts: 10, DF: 9}
+	r := Rule{Metric: "itl_p99", Tolerance: 0.10, RunSD: math.Sqrt(0.05*0.05 + 0.02*0.02 + within*within), SharedSD: 0.05, CalRuns: 10, CalStarts: 10, DF: 9, WithinSD: within}
 	rs := Costs(j, []Rule{r})
 	if len(rs) != 4 || rs[0].Mode != ModeCommitted || rs[3].Mode != ModeCommittedRestarts {
 		t.Fatalf("recipes %+v, want the committed baseline on one start first and on a start per repeat last", rs)

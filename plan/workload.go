@@ -54,6 +54,7 @@ func ForWorkload(w *workload.Workload, in Inputs) (Plan, error) {
 				// The spread the gate takes: every part measured, the starts' and days'
 				// shared by the runs of one start, on the highest level's degrees of freedom.
 				pr.RunSD, pr.SharedSD, pr.DF = sp.RunSD, sp.SharedSD, sp.DF
+				pr.WithinSD, pr.SharedBelow = sp.WithinSD, sp.SharedBelow
 				pr.CalStarts = in.Calibration.Starts()
 			}
 			if sd, df, ok, bound := gate.StartSpread(in.Calibration, r.Metric, in.Job.Confidence); ok {

@@ -35,7 +35,9 @@ import (
 // the between-run term has the degrees of freedom of s²): with few runs, a wide q says
 // how little they tell. The variance is never taken below s²·(1/n_b + 1/n_c), what the
 // measured runs' own spread gives, so that those degrees of freedom never fall below
-// s²'s (CompareSides).
+// s²'s (CompareSides); a part shared by the runs of one start, itself a difference of
+// two estimates, is taken on its own degrees of freedom, or replaced by the whole
+// spread it was taken out of where that gives the narrower interval.
 
 // Spread is the between-run spread of one metric, as measured on repeated runs of one
 // system.
@@ -55,6 +57,11 @@ type Spread struct {
 	// (Side.Starts), not once per run. 0 where the runs that measured the spread did not
 	// sample engine starts.
 	SharedSD float64 `json:"shared_sd,omitempty"`
+	// SharedBelow is the variance the levels below put into the mean square the shared
+	// part was taken out of (for engine starts, what a start's runs put into its mean:
+	// their noise over their count), so that SharedSD² + SharedBelow is that mean
+	// square's expectation. 0: unknown, taken as the runs' whole own spread.
+	SharedBelow float64 `json:"shared_below,omitempty"`
 }
 
 // parts splits the between-run variance into what each run draws afresh and what the
@@ -253,7 +260,7 @@ func CompareSides(b, c Side, sp Spread, source string, pol Policy, why string) (
 		return res.incomparable(fmt.Sprintf("%d baseline and %d candidate runs: nothing to compare", b.Runs, c.Runs)), nz
 	}
 	res.Baseline, res.Candidate = math.Exp(b.LogMean), math.Exp(c.LogMean)
-	between, run := 0.0, 0.0
+	between, run, whole := 0.0, 0.0, 0.0
 	if sp.Known() {
 		// Each run's own part averages over its side's runs, the part one engine start
 		// shares over its side's distinct starts: repeats on one start are one start.
@@ -262,11 +269,45 @@ func CompareSides(b, c Side, sp Spread, source string, pol Policy, why string) (
 		ks := 1/b.starts() + 1/c.starts()
 		between = own*k + shared*ks
 		run = (sp.RunSD*sp.RunSD-shared)*k + shared*ks
+		// What the calibration's mean squares put into the variance: the spread of the
+		// level the shared part was taken out of (everything below it included) counts
+		// once per start.
+		// It is run when nothing is shared, nor could be: a calibration that did not
+		// sample engine starts.
+		whole = run
+		if shared > 0 || sp.SharedBelow > 0 {
+			below := sp.RunSD*sp.RunSD - own - shared
+			if sp.SharedBelow > 0 {
+				below = min(sp.SharedBelow, below)
+			}
+			whole = own*k + (shared+below)*ks
+		}
 		nz.BaselineStarts, nz.CandidateStarts = int(b.starts()), int(c.starts())
 	}
 	within := b.Within + c.Within
 	df := math.Inf(1)
-	if run > 0 {
+	if whole > run*(1+1e-12) {
+		// A shared part is a difference of two estimates (the spread of the starts'
+		// means less what the runs' own noise puts into them), and measured less surely
+		// than either: taken on the calibration's degrees of freedom it made intervals
+		// too narrow (committed candidates on one start failed at the tolerance's edge
+		// 74–90 times in 2,000 where the part was about half the runs' spread;
+		// gate/edge_components_test.go). So the sum is taken on its Welch–Satterthwaite
+		// degrees of freedom, the random part being whole, unless the whole itself on
+		// the calibration's degrees of freedom gives the narrower interval: a shared
+		// part small against the noise below it is then replaced by that whole, as
+		// gate.StartSpread does for a swapped job.
+		v := max(within+between, run)
+		dfPart := v * v / (whole * whole / float64(sp.DF))
+		vWhole := max(v, whole)
+		dfWhole := vWhole * vWhole / (whole * whole / float64(sp.DF))
+		p := (1 + pol.Confidence) / 2
+		if dfPart >= 1 && tQuantile(p, dfPart)*math.Sqrt(v) <= tQuantile(p, dfWhole)*math.Sqrt(vWhole) {
+			between, df = v-within, dfPart
+		} else {
+			between, df = vWhole-within, dfWhole
+		}
+	} else if run > 0 {
 		// The between-run part is s² − mean w, and its uncertainty is that of the runs'
 		// variance s² on sp.DF degrees of freedom, however little of s² is left once the
 		// sampling noise is taken out: when the runs moved about as much as their
