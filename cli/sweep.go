@@ -27,13 +27,17 @@ the bracket between the last passing and the first failing rate to --precision.
 
 A step fails when attainment is below the target, and on clear saturation even when
 attainment passed: the waiting queue grew while arrivals lasted (a short step may end
-before the misses show), attainment collapsed, or the error rate is high. A step whose
-load generator could not keep the schedule stops the sweep: it measured the client, not
-the engine, and no capacity is reported.
+before the misses show), its requests completed at under 90% of the pace they were sent
+at (the engine did not keep up), attainment collapsed, or the error rate is high. A step
+whose load generator could not keep the schedule stops the sweep: it measured the
+client, not the engine, and no capacity is reported. A step too short to show its
+queue's growth or its pace stops the sweep too (exit 2), naming the shortest step that
+can.
 
 Writes DIR/<name>.sweep/step<K>.json (each step's run record) and DIR/<name>.sweep.json
 (schema slogate.sweep/v1, with max_sustainable_rps), and prints the table.
-Exit codes: 0 a result, 2 bad input, 3 client-limited, engine failure or interrupted.`
+Exit codes: 0 a result, 2 bad input (a step too short), 3 client-limited, engine failure
+or interrupted.`
 
 // sweepParams are the sweep's flags.
 type sweepParams struct {
@@ -163,6 +167,10 @@ func (a *app) sweep(ctx context.Context, f *workload.File, w *workload.Workload,
 		a.errorf("%s: client-limited at %s req/s: the load generator, not the engine, bounded this step (%s); no capacity is reported. Run the load generator on a less loaded machine.",
 			w.Name, fmtRate(last.RateRPS), last.Reason)
 		return sw, ExitFailure
+	case sw.Failure != "" && sw.Steps[len(sw.Steps)-1].Verdict == result.StepTooShort:
+		// The step's size is the sweep's flag: a longer step is the fix.
+		a.errorf("%s: sweep refused: %s", w.Name, sw.Failure)
+		return sw, ExitBadInput
 	case sw.Failure != "":
 		a.errorf("%s: sweep failed: %s", w.Name, sw.Failure)
 		return sw, ExitFailure

@@ -2,6 +2,7 @@ package result
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,6 +37,10 @@ const (
 	StepSaturated = "saturated" // clear saturation: the queue grew, attainment collapsed, or errors
 	StepClient    = "client-limited"
 	StepFailed    = "failed" // the run did not complete (engine failure, interrupted)
+	// StepTooShort: the step's arrivals were too short to show whether the engine kept
+	// up (its queue's growth, its completions' pace); the sweep stops and says the
+	// shortest step that can.
+	StepTooShort = "too-short"
 )
 
 // Sweep is an SLO-bound rate sweep of one workload: a series of short open-loop steps
@@ -126,8 +131,13 @@ type SweepStep struct {
 	// QueueGrowth is how much the waiting queue grew while arrivals lasted (engine queue
 	// depth where scraped, else the client's in-flight count; QueueSource says which);
 	// absent when neither was sampled.
-	QueueGrowth   *float64       `json:"queue_growth,omitempty"`
-	QueueSource   string         `json:"queue_source,omitempty"`
+	QueueGrowth *float64 `json:"queue_growth,omitempty"`
+	QueueSource string   `json:"queue_source,omitempty"`
+	// OfferedRPS and DeliveredRPS are the pace of the step's arrivals and of its
+	// completions, each over the middle 80% of its times (Pace): an engine that kept up
+	// completes at the rate it was sent; absent when the step had too few requests.
+	OfferedRPS    float64        `json:"offered_rps,omitempty"`
+	DeliveredRPS  float64        `json:"delivered_rps,omitempty"`
 	KVConcurrency *KVConcurrency `json:"kv_concurrency,omitempty"`
 }
 
@@ -158,6 +168,12 @@ const (
 	CollapseFraction = 0.5
 	// An error rate above SaturatedErrorRate is the engine shedding load.
 	SaturatedErrorRate = 0.10
+	// A step whose requests completed at less than 1 − PaceMargin of the pace they were
+	// sent at (Pace) did not keep up: its backlog grew at the difference.
+	PaceMargin = 0.10
+	// MinQueueSamples is the fewest samples of the queue a step's arrivals must hold,
+	// once the system has filled to its steady level, for its growth to be judged.
+	MinQueueSamples = 5
 )
 
 // StepOf summarizes one step's run record at the given rate and judges it (StepOfRuns).
@@ -372,6 +388,10 @@ func StepOfRuns(recs []*Record, rate float64) SweepStep {
 	if g, src, ok := QueueGrowth(rec); ok {
 		st.QueueGrowth, st.QueueSource = &g, src
 	}
+	pace, paced := PaceOf(rec)
+	if paced {
+		st.OfferedRPS, st.DeliveredRPS = round3(pace.OfferedRPS), round3(pace.DeliveredRPS)
+	}
 	errs, met := 0.0, 0
 	for _, r := range recs {
 		st.Requests += r.Summary.Requests
@@ -409,6 +429,10 @@ func StepOfRuns(recs []*Record, rate float64) SweepStep {
 		st.Verdict = StepSaturated
 		st.Reason = fmt.Sprintf("the %s grew by %.1f while arrivals lasted (limit %.1f)", queueNoun(st.QueueSource), *st.QueueGrowth, growthLimit)
 		return st
+	case paced && pace.DeliveredRPS < (1-PaceMargin)*pace.OfferedRPS:
+		st.Verdict = StepSaturated
+		st.Reason = fmt.Sprintf("the engine did not keep up: requests completed at %.1f req/s of the %.1f req/s they were sent at (under %.0f%%)", pace.DeliveredRPS, pace.OfferedRPS, 100*(1-PaceMargin))
+		return st
 	case st.ErrorRate > SaturatedErrorRate:
 		st.Verdict = StepSaturated
 		st.Reason = fmt.Sprintf("error rate %.1f%% > %.0f%%", 100*st.ErrorRate, 100*SaturatedErrorRate)
@@ -420,6 +444,13 @@ func StepOfRuns(recs []*Record, rate float64) SweepStep {
 			st.Reason = fmt.Sprintf("attainment collapsed: %s, under half of it", t)
 			return st
 		}
+	}
+	if st.QueueGrowth == nil || !paced || pace.ShortBy() > 0 {
+		// The queue or the pace cannot say whether the engine kept up: a pass would be a
+		// guess, and a short step's SLO misses may not have shown yet.
+		st.Verdict = StepTooShort
+		st.Reason = tooShortReason(rec, rate, pace, st.QueueGrowth != nil, paced)
+		return st
 	}
 	var failed, undecided []string
 	for _, t := range st.Targets {
@@ -462,10 +493,10 @@ const (
 
 // QueueGrowth is how much the waiting queue grew while arrivals lasted: the mean of the
 // last quarter of the samples between the first and the last scheduled arrival minus the
-// mean of the first quarter. It uses the engine's queue-depth gauge where it was scraped;
-// else the client's in-flight count, skipping its first mean E2E (the time the system
-// takes to fill to its steady in-flight level, which is not growth). ok is false with
-// fewer than two samples.
+// mean of the first quarter. It uses the engine's queue-depth gauge where it was scraped
+// at least MinQueueSamples times then; else the client's in-flight count, skipping the
+// time the system takes to fill to its steady in-flight level (Pace.FillS), which is not
+// growth. ok is false with fewer than MinQueueSamples samples.
 func QueueGrowth(rec *Record) (growth float64, source string, ok bool) {
 	if len(rec.Requests) < 2 {
 		return 0, "", false
@@ -474,18 +505,28 @@ func QueueGrowth(rec *Record) (growth float64, source string, ok bool) {
 	for _, r := range rec.Requests {
 		first, last = min(first, r.SchedUS), max(last, r.SchedUS)
 	}
-	series, source := rec.Series.Engine["queue_depth"], QueueSourceEngine
-	if len(series) == 0 {
-		series, source = rec.Series.InFlight, QueueSourceClient
-		first += int64(rec.Summary.E2Ems.Mean * 1000)
-	}
-	var in []float64
-	for _, s := range series {
-		if s.TUS >= first && s.TUS <= last {
-			in = append(in, s.V)
+	within := func(series []Sample, from int64) []float64 {
+		var in []float64
+		for _, s := range series {
+			if s.TUS >= from && s.TUS <= last {
+				in = append(in, s.V)
+			}
 		}
+		return in
 	}
-	if len(in) < 2 {
+	// The engine's gauge where it was scraped often enough, else the client's in-flight
+	// count from the time the system takes to fill to its steady level: the latency of
+	// the first requests, which met no backlog (a saturated step's mean latency is
+	// mostly backlog, and skipping it left no sample to judge).
+	in, source := within(rec.Series.Engine["queue_depth"], first), QueueSourceEngine
+	if len(in) < MinQueueSamples {
+		fill := int64(rec.Summary.E2Ems.Mean * 1000)
+		if p, ok := PaceOf(rec); ok {
+			fill = int64(p.FillS * 1e6)
+		}
+		in, source = within(rec.Series.InFlight, first+fill), QueueSourceClient
+	}
+	if len(in) < MinQueueSamples {
 		return 0, "", false
 	}
 	k := max(len(in)/4, 1)
@@ -498,6 +539,129 @@ func QueueGrowth(rec *Record) (growth float64, source string, ok bool) {
 	}
 	return mean(in[len(in)-k:]) - mean(in[:k]), source, true
 }
+
+// Pace is how a step's completions kept pace with its arrivals.
+type Pace struct {
+	// OfferedRPS is the pace of the scheduled arrivals and DeliveredRPS that of the
+	// completions (of requests that succeeded), each over the middle 80% of its times:
+	// 0.8·n over the time between the 10th and 90th percentiles. Completions are
+	// arrivals shifted by their end-to-end latency: where the engine keeps up and that
+	// latency's spread is small against the span (ShortBy), the two agree; where it
+	// cannot, the completions come at its own rate.
+	OfferedRPS, DeliveredRPS float64
+	// ArrivalS is the time between the first and the last scheduled arrival.
+	ArrivalS float64
+	// FillS is the time the system takes to fill to its steady in-flight level, and
+	// SpreadS the spread of its end-to-end latency (p90 − p10): both from the step's
+	// first tenth of requests (at least 5), which met no backlog.
+	FillS, SpreadS float64
+	// NeedS is the shortest span of arrivals that can show the pace: 10 × SpreadS.
+	NeedS float64
+}
+
+// ShortBy is how much longer the step's arrivals needed to last to show the pace
+// (0: long enough).
+func (p Pace) ShortBy() float64 { return max(p.NeedS-p.ArrivalS, 0) }
+
+// PaceOf measures a run's pace; ok is false with fewer than 10 requests that succeeded
+// (the rates are then 0; the span, fill and spread are measured on what there is).
+func PaceOf(rec *Record) (Pace, bool) {
+	n := len(rec.Requests)
+	if n == 0 {
+		return Pace{}, false
+	}
+	sched := make([]float64, 0, n)
+	var ends []float64
+	type early struct{ sched, e2e float64 }
+	var byArrival []early
+	for i := range rec.Requests {
+		q := &rec.Requests[i]
+		sched = append(sched, float64(q.SchedUS)/1e6)
+		if q.OK() && q.EndUS > 0 {
+			ends = append(ends, float64(q.EndUS)/1e6)
+			byArrival = append(byArrival, early{float64(q.SchedUS) / 1e6, float64(q.EndUS-q.SchedUS) / 1e6})
+		}
+	}
+	slices.Sort(sched)
+	slices.Sort(ends)
+	pace := func(ts []float64) float64 {
+		lo, hi := quantileSorted(ts, 0.1), quantileSorted(ts, 0.9)
+		if hi <= lo {
+			return math.Inf(1)
+		}
+		return 0.8 * float64(len(ts)) / (hi - lo)
+	}
+	p := Pace{ArrivalS: sched[len(sched)-1] - sched[0]}
+	if len(byArrival) == 0 {
+		return p, false
+	}
+	slices.SortFunc(byArrival, func(a, b early) int { return cmp.Compare(a.sched, b.sched) })
+	k := max(len(byArrival)/10, min(5, len(byArrival)))
+	e2e := make([]float64, k)
+	for i := range e2e {
+		e2e[i] = byArrival[i].e2e
+	}
+	slices.Sort(e2e)
+	p.FillS = quantileSorted(e2e, 0.5)
+	p.SpreadS = quantileSorted(e2e, 0.9) - quantileSorted(e2e, 0.1)
+	p.NeedS = 10 * p.SpreadS
+	if n < 10 || len(ends) < 10 {
+		return p, false
+	}
+	// Requests that failed are not delivered: the pace of those that succeeded, at the
+	// share of all that they are.
+	p.OfferedRPS = pace(sched)
+	p.DeliveredRPS = pace(ends) * float64(len(ends)) / float64(n)
+	return p, true
+}
+
+// quantileSorted is the q-quantile of sorted xs, interpolated.
+func quantileSorted(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	h := q * float64(len(xs)-1)
+	i := int(h)
+	if i+1 >= len(xs) {
+		return xs[len(xs)-1]
+	}
+	return xs[i] + (h-float64(i))*(xs[i+1]-xs[i])
+}
+
+// tooShortReason says why a step could not show that the engine kept up, and the
+// shortest step that can.
+func tooShortReason(rec *Record, rate float64, p Pace, queued, paced bool) string {
+	every := sampleEvery(rec.Series.InFlight)
+	need := max(p.NeedS, p.FillS+float64(MinQueueSamples)*every)
+	var why []string
+	if !queued {
+		why = append(why, fmt.Sprintf("fewer than %d samples of the queue once it had filled (%.2f s)", MinQueueSamples, p.FillS))
+	}
+	if !paced {
+		why = append(why, "fewer than 10 requests succeeded")
+		need = max(need, 10/rate)
+	} else if p.ShortBy() > 0 {
+		why = append(why, fmt.Sprintf("its end-to-end latency spread by %.0f ms, too much against its arrivals to tell a %.0f%% shortfall in their pace", 1000*p.SpreadS, 100*PaceMargin))
+	}
+	d := time.Duration(math.Ceil(need)) * time.Second
+	return fmt.Sprintf("arrivals lasted %.2f s: too short to show whether the engine kept up (%s); a step needs at least %s of arrivals (--step-duration %s, or --step-requests %d at %s req/s)",
+		p.ArrivalS, strings.Join(why, "; "), d, d, int(math.Ceil(d.Seconds()*rate)), strconv.FormatFloat(rate, 'g', -1, 64))
+}
+
+// sampleEvery is the median interval of a series (0.1 s when it has too few samples).
+func sampleEvery(series []Sample) float64 {
+	if len(series) < 3 {
+		return 0.1
+	}
+	gaps := make([]float64, 0, len(series)-1)
+	for i := 1; i < len(series); i++ {
+		gaps = append(gaps, float64(series[i].TUS-series[i-1].TUS)/1e6)
+	}
+	slices.Sort(gaps)
+	return max(quantileSorted(gaps, 0.5), 1e-3)
+}
+
+func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
 
 // MarshalSweep encodes a sweep record as written to disk.
 func MarshalSweep(s *Sweep) ([]byte, error) {

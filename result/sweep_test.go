@@ -12,14 +12,15 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// stepRecord is a run record of n requests scheduled every 100 ms whose summary says what
-// the case needs; queue, when set, is the engine's queue-depth series, one sample per
-// scheduled request.
+// stepRecord is a run record of n requests scheduled every 100 ms, each completed 50 ms
+// later, whose summary says what the case needs; queue, when set, is the engine's
+// queue-depth series, one sample per scheduled request.
 func stepRecord(n int, attain, errRate float64, queue []float64) *Record {
 	rec := &Record{SLOAttainmentTarget: 0.99, MaxDispatchLagMS: 1}
 	met := int(math.Round(attain * float64(n)))
 	for i := range n {
-		rec.Requests = append(rec.Requests, Request{I: i, SchedUS: int64(i) * 100_000, SLOMet: i < met})
+		at := int64(i) * 100_000
+		rec.Requests = append(rec.Requests, Request{I: i, SchedUS: at, SendUS: at, EndUS: at + 50_000, SLOMet: i < met})
 	}
 	if queue != nil {
 		rec.Series.Engine = map[string][]Sample{}
@@ -75,7 +76,7 @@ func TestStepOfVerdicts(t *testing.T) {
 			return r
 		}, StepFailed, "interrupted"},
 		// Without engine metrics the client's in-flight count stands in; after the fill
-		// (the first mean E2E) it grows by 30.
+		// (the first requests' latency) it grows by 30.
 		{"client-in-flight-grew", func() *Record {
 			r := stepRecord(40, 1, 0, nil)
 			for i, v := range ramp(40, 0, 30) {
@@ -83,14 +84,46 @@ func TestStepOfVerdicts(t *testing.T) {
 			}
 			return r
 		}, StepSaturated, "client's in-flight count grew"},
+		// A saturated step's mean latency is mostly backlog: 10 s here, longer than the
+		// step. The fill is the first requests' latency (50 ms), so the growth is still
+		// judged (skipping the mean E2E left no sample, and the step passed).
+		{"saturated-in-flight-grew", func() *Record {
+			r := stepRecord(40, 1, 0, nil)
+			r.Summary.E2Ems.Mean = 10_000
+			for i, v := range ramp(40, 0, 30) {
+				r.Series.InFlight = append(r.Series.InFlight, Sample{TUS: int64(i) * 100_000, V: v})
+			}
+			return r
+		}, StepSaturated, "client's in-flight count grew by"},
+		// Sent at 10 req/s, completed at 7: the engine did not keep up, though its queue
+		// gauge (scraped) read flat and every request met the SLO.
+		{"did-not-keep-up", func() *Record {
+			r := stepRecord(40, 1, 0, flat)
+			for i := range r.Requests {
+				r.Requests[i].EndUS = int64(i)*142_857 + 50_000
+			}
+			return r
+		}, StepSaturated, "the engine did not keep up: requests completed at 7.2 req/s of the 10.3 req/s"},
+		// Completed at 95% of the pace: within the 10% margin.
+		{"kept-up", func() *Record {
+			r := stepRecord(40, 1, 0, flat)
+			for i := range r.Requests {
+				r.Requests[i].EndUS = int64(i)*105_263 + 50_000
+			}
+			return r
+		}, StepPass, ""},
+		// Neither a queue series nor the engine's gauge: nothing says whether the engine
+		// kept up, and the step is refused, naming the shortest step that can.
+		{"too-short", func() *Record { return stepRecord(40, 1, 0, nil) }, StepTooShort, "a step needs at least 1s of arrivals (--step-duration 1s, or --step-requests 10 at 10 req/s)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			st := StepOf(tc.rec(), 10)
+			rec := tc.rec()
+			st := StepOf(rec, 10)
 			if st.Verdict != tc.want || !strings.Contains(st.Reason, tc.reason) {
 				t.Errorf("verdict %q (%q), want %q containing %q", st.Verdict, st.Reason, tc.want, tc.reason)
 			}
-			if st.RateRPS != 10 || st.Requests != 40 || st.TTFTP99ms != 120 || st.ITLP99ms != 30 || st.E2EMeanms != 800 {
+			if st.RateRPS != 10 || st.Requests != 40 || st.TTFTP99ms != 120 || st.ITLP99ms != 30 || st.E2EMeanms != rec.Summary.E2Ems.Mean {
 				t.Errorf("step figures %+v", st)
 			}
 		})
@@ -220,12 +253,21 @@ func TestDecodeSweepRejects(t *testing.T) {
 // own percentile (errors miss), with a Wilson interval that says whether the step's
 // requests can tell; with it, every target at the declared fraction.
 func TestStepTargets(t *testing.T) {
+	// Requests a second apart, with a flat queue gauge: a step that kept up, whose
+	// misses (TTFT 1.1 s) are spread over it.
 	rec := func(n, met int, declared bool, slo []SLOTarget) *Record {
 		r := &Record{SLO: slo, SLOAttainmentTarget: 0.99, SLOAttainmentDeclared: declared}
+		r.Series.Engine = map[string][]Sample{}
+		miss := map[int]bool{}
+		for j := range n - met {
+			miss[int((float64(j)+0.5)*float64(n)/float64(n-met))] = true
+		}
 		for i := range n {
-			q := Request{I: i, SchedUS: int64(i) * 1000, SendUS: int64(i) * 1000, FirstUS: int64(i)*1000 + 100_000, LastUS: int64(i)*1000 + 200_000,
-				EndUS: int64(i)*1000 + 200_000, OutputTokens: 10, Chunks: 10, Finish: "length"}
-			if i >= met {
+			at := int64(i) * 1_000_000
+			r.Series.Engine["queue_depth"] = append(r.Series.Engine["queue_depth"], Sample{TUS: at, V: 0})
+			q := Request{I: i, SchedUS: at, SendUS: at, FirstUS: at + 100_000, LastUS: at + 200_000,
+				EndUS: at + 200_000, OutputTokens: 10, Chunks: 10, Finish: "length"}
+			if miss[i] {
 				q.FirstUS += 1_000_000 // a TTFT of 1.1 s
 				q.LastUS += 1_000_000
 				q.EndUS += 1_000_000
