@@ -239,13 +239,25 @@ func TestABSwapStartsEachEngineOnce(t *testing.T) {
 	base, cand := withSwap("--sleep-mode --dev-mode --wake-time 50ms"), withSwap("--sleep-mode --dev-mode --wake-time 50ms")
 	dir := t.TempDir()
 	a, out, errb := testApp(t)
-	if code := a.run(cmdCtx(t), []string{"ab", "-c", cand, "--baseline-config", base, "--blocks", "4", "-o", dir}); code != ExitOK && code != ExitInconclusive {
-		t.Fatalf("exit %d\n%s\n%s", code, out, errb)
-	}
+	code := a.run(cmdCtx(t), []string{"ab", "-c", cand, "--baseline-config", base, "--blocks", "4", "-o", dir})
 	var res gate.Result
 	raw, _ := os.ReadFile(filepath.Join(dir, "gate.json"))
 	if err := json.Unmarshal(raw, &res); err != nil {
-		t.Fatal(err)
+		t.Fatalf("exit %d: %v\n%s\n%s", code, err, out, errb)
+	}
+	// Two engines of one build, each started once for the job: their starts' offsets are
+	// one draw the blocks cannot see, and without a calibration the gate says it leaves
+	// it out. A fail is possible (once in a loaded go test ./...) and must carry that
+	// warning; an error never is.
+	if code == ExitGateFailed {
+		for _, m := range res.Workloads[0].Metrics {
+			if m.Verdict == gate.Fail && !slicesContains(m.Warnings, "the spread between engine starts is unknown") {
+				t.Fatalf("%s failed without the warning that the starts' spread is unknown: %+v\n%s", m.Metric, m, errb)
+			}
+		}
+		t.Logf("the two engines' starts differed (a fail the gate warned of)")
+	} else if code != ExitOK && code != ExitInconclusive {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errb)
 	}
 	if s := res.Workloads[0].Swap; s == nil || s.Mode != "sleep" || s.Starts != 2 || s.StartS <= 0 || s.Sleeps != 4 || s.Wakes != 3 {
 		t.Fatalf("job totals %+v, want 2 starts, 4 sleeps, 3 wakes", s)

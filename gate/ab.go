@@ -73,7 +73,7 @@ func (j *abPool) sidesOf(def metricDef, blocks []abBlock, base, cand []*run) *po
 // second measured when a run has no span).
 func joinRuns(rs []*run) *run {
 	out := &run{}
-	spans := true
+	spans, noTok := true, false
 	for _, r := range rs {
 		out.window += r.window
 		out.span += r.span
@@ -86,6 +86,13 @@ func joinRuns(rs []*run) *run {
 		out.ok = append(out.ok, r.ok...)
 		out.met = append(out.met, r.met...)
 		out.itl = append(out.itl, r.itl...)
+		if r.itlTok == nil {
+			noTok = true
+		}
+		out.itlTok = append(out.itlTok, r.itlTok...)
+	}
+	if noTok {
+		out.itlTok = nil
 	}
 	if !spans {
 		out.span = 0

@@ -90,11 +90,20 @@ type Columns struct {
 	OK           string   `json:"ok"`
 	SLOMet       string   `json:"slo_met"`
 	ITL          []string `json:"itl"`
+	// ITLToken holds each request's per-token intervals (result.TokenGaps: a chunk of k
+	// tokens counts k times as its gap / k) in ITL's encoding, for the itl_token_* rules,
+	// or SameAsITL where they are its chunk gaps (one token a chunk); absent in baselines
+	// older than it.
+	ITLToken []string `json:"itl_token,omitempty"`
 	// TaskMet is one '0' or '1' per task (result.Tasks, in the order of each task's
 	// first request): whether it completed within the SLO, for task_goodput; absent when
 	// the workload has no tasks.
 	TaskMet string `json:"task_met,omitempty"`
 }
+
+// SameAsITL in Columns.ITLToken says that a request's per-token intervals are its chunk
+// gaps (every chunk one token), which ITL holds already.
+const SameAsITL = "="
 
 // run is one trial as the gate computes on it, from a record (the candidate) or from a
 // baseline file: both sides go through the same columns, so they carry the same rounding.
@@ -109,6 +118,9 @@ type run struct {
 	tokens  []int
 	ok, met []bool
 	itl     [][]float64 // sketch values, µs, ascending per request
+	// itlTok are the per-token intervals as itl holds the chunk gaps; nil for a baseline
+	// older than them.
+	itlTok [][]float64
 	// start is the start of the engine the run was measured on (target.start); nil when
 	// slogate did not start it.
 	start *result.Startup
@@ -299,6 +311,7 @@ func columnsOf(rec *result.Record) Columns {
 		TTFTUS: make([]int64, n), TPOTUS: make([]int64, n), E2EUS: make([]int64, n),
 		OutputTokens: make([]int, n),
 		ITL:          make([]string, n),
+		ITLToken:     make([]string, n),
 	}
 	ok, met := make([]byte, n), make([]byte, n)
 	for i := range rec.Requests {
@@ -308,6 +321,11 @@ func columnsOf(rec *result.Record) Columns {
 		ok[i], met[i] = bit(q.OK()), bit(q.OK() && q.SLOMet)
 		if q.OK() {
 			c.ITL[i] = encodeSketch(q.ITLUS)
+			if tok := result.TokenGaps(q); slices.Equal(tok, q.ITLUS) {
+				c.ITLToken[i] = SameAsITL
+			} else {
+				c.ITLToken[i] = encodeSketch(tok)
+			}
 		}
 	}
 	c.OK, c.SLOMet = string(ok), string(met)
@@ -360,6 +378,7 @@ func runOf(rec *result.Record) *run {
 		tokens: make([]int, n),
 		ok:     make([]bool, n), met: make([]bool, n),
 		itl:     make([][]float64, n),
+		itlTok:  make([][]float64, n),
 		taskMet: taskMetOf(rec),
 	}
 	for i := range rec.Requests {
@@ -369,6 +388,7 @@ func runOf(rec *result.Record) *run {
 		r.ok[i], r.met[i] = q.OK(), q.OK() && q.SLOMet
 		if q.OK() {
 			r.itl[i] = quantizeGaps(q.ITLUS)
+			r.itlTok[i] = quantizeGaps(result.TokenGaps(q))
 		}
 	}
 	return r
@@ -406,6 +426,12 @@ func (t *Trial) decode() (*run, error) {
 		ttft: c.TTFTUS, tpot: c.TPOTUS, e2e: c.E2EUS, tokens: c.OutputTokens,
 		ok: make([]bool, n), met: make([]bool, n), itl: make([][]float64, n),
 	}
+	if c.ITLToken != nil {
+		if len(c.ITLToken) != n {
+			return nil, fmt.Errorf("requests.itl_token has %d entries for %d requests", len(c.ITLToken), n)
+		}
+		r.itlTok = make([][]float64, n)
+	}
 	if c.TaskMet != "" {
 		if ts := t.Summary.Tasks; ts != nil && ts.Tasks != len(c.TaskMet) {
 			return nil, fmt.Errorf("requests.task_met has %d tasks, the summary %d", len(c.TaskMet), ts.Tasks)
@@ -428,6 +454,13 @@ func (t *Trial) decode() (*run, error) {
 		}
 		if r.itl[i], err = decodeSketch(c.ITL[i]); err != nil {
 			return nil, fmt.Errorf("requests.itl[%d]: %v", i, err)
+		}
+		if r.itlTok != nil && c.ITLToken[i] == SameAsITL {
+			r.itlTok[i] = r.itl[i]
+		} else if r.itlTok != nil {
+			if r.itlTok[i], err = decodeSketch(c.ITLToken[i]); err != nil {
+				return nil, fmt.Errorf("requests.itl_token[%d]: %v", i, err)
+			}
 		}
 		for _, col := range []struct {
 			name string

@@ -81,7 +81,9 @@ func tailVerdict(m *MetricResult, def metricDef, v Verdict, runs ...*run) Verdic
 	}
 	family, stat, _ := strings.Cut(def.name, "_")
 	what := "requests"
-	if family == "itl" {
+	if tokStat, isTok := strings.CutPrefix(def.name, "itl_token_"); isTok {
+		stat, what = tokStat, "output tokens after each request's first chunk"
+	} else if family == "itl" {
 		what = "gaps between chunks"
 	}
 	why := fmt.Sprintf("the %s rests on %.1f values beyond it (fewer than %d): its interval cannot show where the tail lies, so it cannot pass; %d %s per run would give it %d (workloads[].requests)",
@@ -98,8 +100,10 @@ var percentiles = map[string]float64{"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99
 
 // lookupMetric resolves a rule's metric name (workload.IsRuleMetric's names). The itl_*
 // metrics pool the chunk gaps (result.Summary.ITLms: the stall between two updates a
-// user sees), never the per-token ITL (ITLTokenms), which the record reports beside them;
-// tpot_* is per output token.
+// user sees); the itl_token_* metrics pool each token's interval (result.TokenGaps,
+// Summary.ITLTokenms: a chunk of k tokens counts k times as its gap / k), which an engine
+// that streams several tokens a chunk (speculative decoding, chunked streaming) changes
+// without changing the chunk gaps' meaning; tpot_* is per output token.
 func lookupMetric(name string) (metricDef, error) {
 	switch name {
 	case "goodput":
@@ -141,17 +145,28 @@ func lookupMetric(name string) (metricDef, error) {
 			start: func(s *result.Startup) (float64, bool) { return s.FirstTokenMS, s.FirstTokenMS > 0 }}, nil
 	}
 	m, stat, ok := strings.Cut(name, "_")
-	if !ok || !slices.Contains([]string{"ttft", "tpot", "itl", "e2e"}, m) {
+	if tokStat, isTok := strings.CutPrefix(name, "itl_token_"); isTok {
+		m, stat = "itl_token", tokStat
+	}
+	if !ok || !slices.Contains([]string{"ttft", "tpot", "itl", "itl_token", "e2e"}, m) {
 		return metricDef{}, fmt.Errorf("unknown metric %q", name)
 	}
 	d := metricDef{name: name, unit: UnitMS, natural: stats.LowerIsBetter, scale: 1e-3}
+	// gaps are what an itl metric pools: the chunk gaps, or each token's interval.
+	gaps := func(r *run) [][]float64 { return r.itl }
+	isGap := m == "itl" || m == "itl_token"
+	if m == "itl_token" {
+		gaps = func(r *run) [][]float64 { return r.itlTok }
+		d.present = func(r *run) bool { return r.itlTok != nil }
+		d.missing = "no per-token intervals: the baseline was recorded before slogate kept them (slogate baseline update)"
+	}
 	q, isPct := percentiles[stat]
 	if isPct {
 		d.q = q
-		if m == "itl" {
+		if isGap {
 			d.values = func(r *run) int {
 				n := 0
-				for _, g := range r.itl {
+				for _, g := range gaps(r) {
 					n += len(g)
 				}
 				return n
@@ -169,16 +184,16 @@ func lookupMetric(name string) (metricDef, error) {
 		}
 	}
 	switch {
-	case isPct && m == "itl":
-		d.build = func(r *run) stats.Metric { return stats.NewPooledPercentile(r.itl, q) }
+	case isPct && isGap:
+		d.build = func(r *run) stats.Metric { return stats.NewPooledPercentile(gaps(r), q) }
 	case isPct:
 		d.build = func(r *run) stats.Metric { return stats.NewPercentile(perRequest(r, m), q) }
-	case stat == "mean" && m == "itl":
-		d.build = pooledMean
+	case stat == "mean" && isGap:
+		d.build = func(r *run) stats.Metric { return pooledMean(r, gaps(r)) }
 	case stat == "mean":
 		d.build = func(r *run) stats.Metric { return stats.NewMean(perRequest(r, m)) }
-	case stat == "max" && m == "itl":
-		d.build = pooledMax
+	case stat == "max" && isGap:
+		d.build = func(r *run) stats.Metric { return pooledMax(r, gaps(r)) }
 		d.notes = append(d.notes, "a maximum is one value: its bootstrap interval is rough")
 	case stat == "max":
 		d.build = func(r *run) stats.Metric { return maxOf(perRequest(r, m)) }
@@ -248,10 +263,11 @@ func tokensPerSecond(r *run) stats.Metric {
 	}, Notes: tooFew(len(tok))}
 }
 
-// pooledMean is the mean of all gaps of the drawn requests.
-func pooledMean(r *run) stats.Metric {
+// pooledMean is the mean of all gaps (gaps(r): the chunk gaps or the per-token
+// intervals) of the drawn requests.
+func pooledMean(r *run, gaps [][]float64) stats.Metric {
 	sums, counts := make([]float64, r.len()), make([]float64, r.len())
-	for i, g := range r.itl {
+	for i, g := range gaps {
 		for _, v := range g {
 			sums[i] += v
 		}
@@ -273,9 +289,9 @@ func pooledMean(r *run) stats.Metric {
 }
 
 // pooledMax is the largest gap of the drawn requests.
-func pooledMax(r *run) stats.Metric {
+func pooledMax(r *run, gaps [][]float64) stats.Metric {
 	m := make([]float64, r.len())
-	for i, g := range r.itl {
+	for i, g := range gaps {
 		m[i] = math.NaN()
 		if len(g) > 0 {
 			m[i] = g[len(g)-1] // ascending

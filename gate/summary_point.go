@@ -43,6 +43,8 @@ func withSummary(r *run, metric, stat string, m stats.Metric) stats.Metric {
 		p = r.summary.TPOTms
 	case "itl":
 		p = r.summary.ITLms
+	case "itl_token":
+		p = r.summary.ITLTokenms
 	case "e2e":
 		p = r.summary.E2Ems
 	}

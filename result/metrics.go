@@ -45,22 +45,43 @@ func (r *Request) E2EUS() (int64, bool) {
 	return r.LastUS - r.SchedUS, true
 }
 
-// TPOTUS is the time per output token after the first, (last − first) / (output_tokens −
-// 1), in microseconds. A request with fewer than two tokens has none (false): its only
-// token is TTFT's.
+// TPOTUS is the time per output token after the first chunk, (last − first) / (the
+// tokens that came after it), in microseconds: the mean of the request's per-token
+// intervals (TokenGaps). With one token a chunk that is (output_tokens − 1), the usual
+// definition; a first chunk of k tokens (speculative decoding, chunked streaming) arrived
+// at first, and (output_tokens − 1) would count k − 1 of them as generated after it. A
+// request with no token after its first chunk has none (false): its tokens are TTFT's.
 func (r *Request) TPOTUS() (float64, bool) {
 	if !r.HasContent() || r.OutputTokens < 2 {
 		return 0, false
 	}
-	return float64(r.LastUS-r.FirstUS) / float64(r.OutputTokens-1), true
+	after := r.OutputTokens - r.firstChunkTokens()
+	if after < 1 {
+		return 0, false
+	}
+	return float64(r.LastUS-r.FirstUS) / float64(after), true
+}
+
+// firstChunkTokens is how many tokens r's first chunk carried, as tokenGaps counts them:
+// the server's count, else output_tokens / chunks where chunks carried several tokens,
+// else 1.
+func (r *Request) firstChunkTokens() int {
+	switch {
+	case len(r.ChunkTokens) == r.Chunks && r.Chunks > 0:
+		return max(r.ChunkTokens[0], 1)
+	case r.NoUsage || r.UsageFlag != "" || r.Chunks == 0 || float64(r.OutputTokens) < InferTokensPerChunk*float64(r.Chunks):
+		return 1
+	}
+	return max(int(math.Round(float64(r.OutputTokens)/float64(r.Chunks))), 1)
 }
 
 // Judge sets r.SLOMet: whether r succeeded and met every target in slo, each judged on the
 // request's own value (DESIGN §4):
 //
 //   - ttft: first − sched ≤ limit;
-//   - tpot: (last − first) / (output_tokens − 1) ≤ limit; a request with one output token
-//     has no TPOT and passes this target;
+//   - tpot: (last − first) / (the tokens after the first chunk: output_tokens − 1 with one
+//     token a chunk) ≤ limit; a request with no token after its first chunk has no TPOT
+//     and passes this target;
 //   - e2e: last − sched ≤ limit;
 //   - itl: the request's own pNN of its inter-chunk gaps (the nearest rank, as
 //     HdrHistogram computes it) ≤ limit; a request with no gaps passes this target.
@@ -329,12 +350,18 @@ const (
 // smaller surplus is taken for tokens that carried no text (a stop token, an empty last
 // chunk), and k is 1.
 func perTokenITL(r *Request, d *Distribution) int {
+	return tokenGaps(r, func(gap, n int64) { d.RecordN(gap, n) })
+}
+
+// tokenGaps gives each of r's per-token intervals to emit as (gap, n): n tokens of gap
+// µs each (perTokenITL's rule), and says how it knew the tokens of each chunk.
+func tokenGaps(r *Request, emit func(gap, n int64)) int {
 	if len(r.ChunkTokens) == r.Chunks && r.Chunks > 0 {
 		multi := r.ChunkTokens[0] > 1
 		for i, g := range r.ITLUS {
 			k := max(int64(r.ChunkTokens[i+1]), 1)
 			multi = multi || k > 1
-			d.RecordN((g+k/2)/k, k)
+			emit((g+k/2)/k, k)
 		}
 		if multi {
 			return tokensKnown
@@ -343,16 +370,28 @@ func perTokenITL(r *Request, d *Distribution) int {
 	}
 	if r.NoUsage || r.UsageFlag != "" || r.Chunks == 0 || float64(r.OutputTokens) < InferTokensPerChunk*float64(r.Chunks) {
 		for _, g := range r.ITLUS {
-			d.Record(g)
+			emit(g, 1)
 		}
 		return tokensOne
 	}
 	k := float64(r.OutputTokens) / float64(r.Chunks)
 	n := max(int64(math.Round(k)), 1)
 	for _, g := range r.ITLUS {
-		d.RecordN(int64(math.Round(float64(g)/k)), n)
+		emit(int64(math.Round(float64(g)/k)), n)
 	}
 	return tokensInferred
+}
+
+// TokenGaps are r's per-token intervals in µs, one per token after the first chunk: the
+// gap before a chunk of k tokens, k times, as gap / k (Summary.ITLTokenms pools them).
+func TokenGaps(r *Request) []int64 {
+	var out []int64
+	tokenGaps(r, func(gap, n int64) {
+		for range n {
+			out = append(out, gap)
+		}
+	})
+	return out
 }
 
 func ratio(a, b int) float64 {

@@ -46,3 +46,42 @@ func abs(x float64) float64 {
 	}
 	return x
 }
+
+// TestTPOTIsTheMeanPerTokenInterval: TPOT is (last − first) over the tokens that came
+// after the first chunk, the mean of TokenGaps: a first chunk of k tokens arrived at
+// first, and (output_tokens − 1) counted k − 1 of them as generated after it (a 4-token
+// first chunk of a 12-token reply read 900/11 µs for 900/8).
+func TestTPOTIsTheMeanPerTokenInterval(t *testing.T) {
+	base := Request{SchedUS: 0, SendUS: 0, FirstUS: 1000, LastUS: 1900, EndUS: 2000, ITLUS: []int64{400, 200, 300}, Chunks: 4}
+	for _, tc := range []struct {
+		name   string
+		tokens int
+		chunk  []int
+		want   float64
+	}{
+		{"one a chunk", 4, []int{1, 1, 1, 1}, 900.0 / 3},
+		{"known, 4 first", 12, []int{4, 2, 3, 3}, 900.0 / 8},
+		{"inferred, 3 a chunk", 12, nil, 900.0 / 9},
+		{"a stop token", 5, nil, 900.0 / 4},
+	} {
+		r := base
+		r.OutputTokens, r.ChunkTokens = tc.tokens, tc.chunk
+		got, ok := r.TPOTUS()
+		if !ok || abs(got-tc.want) > 1e-9 {
+			t.Errorf("%s: TPOT %v µs (%v), want %v", tc.name, got, ok, tc.want)
+		}
+		var sum, n int64
+		for _, g := range TokenGaps(&r) {
+			sum += g
+			n++
+		}
+		if tc.chunk != nil && abs(float64(sum)/float64(n)-tc.want) > 1 {
+			t.Errorf("%s: the per-token intervals' mean %v µs, TPOT %v", tc.name, float64(sum)/float64(n), tc.want)
+		}
+	}
+	// A reply in one chunk has no token after it.
+	one := Request{FirstUS: 1000, LastUS: 1000, EndUS: 1100, Chunks: 1, ChunkTokens: []int{5}, OutputTokens: 5}
+	if v, ok := one.TPOTUS(); ok {
+		t.Errorf("one chunk of 5 tokens: TPOT %v, want none", v)
+	}
+}

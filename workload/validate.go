@@ -26,7 +26,7 @@ var (
 	latencyStats = []string{"p50", "p90", "p95", "p99", "p999", "max", "mean"}
 )
 
-var ruleMetricList = quoteList(ruleMetrics) + `, or <ttft|tpot|itl|e2e>_<p50|p90|p95|p99|p999|max|mean> such as "itl_p99"`
+var ruleMetricList = quoteList(ruleMetrics) + `, or <ttft|tpot|itl|itl_token|e2e>_<p50|p90|p95|p99|p999|max|mean> such as "itl_p99"`
 
 // IsRuleMetric reports whether name is a metric that gate rules may name.
 func IsRuleMetric(name string) bool {
@@ -34,6 +34,10 @@ func IsRuleMetric(name string) bool {
 }
 
 func validRuleMetric(name string) bool {
+	if stat, ok := strings.CutPrefix(name, "itl_token_"); ok {
+		// Per-token intervals: a chunk of k tokens counts k times as its gap / k.
+		return slices.Contains(latencyStats, stat)
+	}
 	return slices.Contains(ruleMetrics, name) || isLatencyMetric(name)
 }
 
