@@ -521,7 +521,7 @@ func QueueGrowth(rec *Record) (growth float64, source string, ok bool) {
 	in, source := within(rec.Series.Engine["queue_depth"], first), QueueSourceEngine
 	if len(in) < MinQueueSamples {
 		fill := int64(rec.Summary.E2Ems.Mean * 1000)
-		if p, ok := PaceOf(rec); ok {
+		if p, _ := PaceOf(rec); p.FillS > 0 {
 			fill = int64(p.FillS * 1e6)
 		}
 		in, source = within(rec.Series.InFlight, first+fill), QueueSourceClient
