@@ -323,6 +323,13 @@ func TestABFinalShareJudgesTheMaximum(t *testing.T) {
 	base := writeConfig(t, startedSimConfig(t, "--slowdown 4")+rules)
 	cand := writeConfig(t, startedSimConfig(t, "--slowdown 12")+rules)
 	j := runABJob(t, cand, base, "--blocks", "8", "--min-blocks", "4", "--final-share", "0.5")
+	if j.code == ExitInconclusive {
+		// A loaded machine's stall in one block (once under -race: a baseline block's ITL
+		// p99 at 50.8 ms among 12.6–18.9) can leave 8 blocks undecided even at 3×; the
+		// job says so honestly. The regression must fail on a second job.
+		t.Logf("the first job was inconclusive (a stall in a block): once more\n%s", j.out)
+		j = runABJob(t, cand, base, "--blocks", "8", "--min-blocks", "4", "--final-share", "0.5")
+	}
 	res, code, dir, out, errb := j.res, j.code, j.dir, j.out, j.errb
 	w := res.Workloads[0]
 	if w.BlocksRun != 8 || w.Stopped == nil || w.Stopped.Reason != gate.StopMaxBlocks {
