@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"net/http"
 	"os"
@@ -83,25 +84,7 @@ func TestABSwapsWithoutRestarts(t *testing.T) {
 			a, out, errb := testApp(t)
 			code := a.run(cmdCtx(t), []string{"ab", "-c", cand, "--baseline-config", base, "--blocks", "4", "-o", dir})
 			res := abGateJSON(t, dir, code, out, errb)
-			// The same engine on both sides, each started once for the job: what differs
-			// between the two starts is one offset the blocks cannot see, and without a
-			// calibration that measured it the gate says it leaves it out. So a fail is
-			// possible (once: ITL p99 20.5 ms on A's blocks, 24–27 ms on B's), and must
-			// carry that warning; an error never is.
-			if res.Verdict == gate.Fail {
-				warned := false
-				for _, m := range res.Workloads[0].Metrics {
-					if m.Verdict == gate.Fail && slicesContains(m.Warnings, "the spread between engine starts is unknown") {
-						warned = true
-					}
-				}
-				if !warned || code != ExitGateFailed {
-					t.Fatalf("exit %d, a fail without the warning that the starts' spread is unknown: %+v\n%s", code, res.Workloads[0].Metrics, errb)
-				}
-				t.Logf("the two engines' starts differed (a fail the gate warned of)")
-			} else if (code != ExitOK && code != ExitInconclusive) || res.Verdict == gate.Error {
-				t.Fatalf("exit %d verdict %s\n%s", code, res.Verdict, errb)
-			}
+			checkAAOnUnknownStarts(t, res, code, errb) // once: ITL p99 20.5 ms on A's blocks, 24–27 ms on B's
 			var sum result.ABSwap
 			for k, side := range "ABBA" {
 				name := result.SideBaseline
@@ -240,25 +223,8 @@ func TestABSwapStartsEachEngineOnce(t *testing.T) {
 	dir := t.TempDir()
 	a, out, errb := testApp(t)
 	code := a.run(cmdCtx(t), []string{"ab", "-c", cand, "--baseline-config", base, "--blocks", "4", "-o", dir})
-	var res gate.Result
-	raw, _ := os.ReadFile(filepath.Join(dir, "gate.json"))
-	if err := json.Unmarshal(raw, &res); err != nil {
-		t.Fatalf("exit %d: %v\n%s\n%s", code, err, out, errb)
-	}
-	// Two engines of one build, each started once for the job: their starts' offsets are
-	// one draw the blocks cannot see, and without a calibration the gate says it leaves
-	// it out. A fail is possible (once in a loaded go test ./...) and must carry that
-	// warning; an error never is.
-	if code == ExitGateFailed {
-		for _, m := range res.Workloads[0].Metrics {
-			if m.Verdict == gate.Fail && !slicesContains(m.Warnings, "the spread between engine starts is unknown") {
-				t.Fatalf("%s failed without the warning that the starts' spread is unknown: %+v\n%s", m.Metric, m, errb)
-			}
-		}
-		t.Logf("the two engines' starts differed (a fail the gate warned of)")
-	} else if code != ExitOK && code != ExitInconclusive {
-		t.Fatalf("exit %d\n%s\n%s", code, out, errb)
-	}
+	res := abGateJSON(t, dir, code, out, errb)
+	checkAAOnUnknownStarts(t, res, code, errb) // once in a loaded go test ./...
 	if s := res.Workloads[0].Swap; s == nil || s.Mode != "sleep" || s.Starts != 2 || s.StartS <= 0 || s.Sleeps != 4 || s.Wakes != 3 {
 		t.Fatalf("job totals %+v, want 2 starts, 4 sleeps, 3 wakes", s)
 	}
@@ -435,6 +401,30 @@ func TestABSwapAddsTheSpreadBetweenStarts(t *testing.T) {
 			}
 		}
 	})
+}
+
+// checkAAOnUnknownStarts checks an A/A job of one engine build on both sides, each
+// engine started once for the job, without a calibration: what differs between the two
+// starts is one offset the blocks cannot see, and the gate says it leaves it out. So a
+// fail is possible, and each failed rule must carry that warning (exit 1); otherwise the
+// job passes or is inconclusive, and it never errs.
+func checkAAOnUnknownStarts(t *testing.T, res gate.Result, code int, errb fmt.Stringer) {
+	t.Helper()
+	if res.Verdict != gate.Fail {
+		if (code != ExitOK && code != ExitInconclusive) || res.Verdict == gate.Error {
+			t.Fatalf("exit %d verdict %s\n%s", code, res.Verdict, errb)
+		}
+		return
+	}
+	if code != ExitGateFailed {
+		t.Fatalf("a fail exits %d, want 1\n%s", code, errb)
+	}
+	for _, m := range res.Workloads[0].Metrics {
+		if m.Verdict == gate.Fail && !slicesContains(m.Warnings, "the spread between engine starts is unknown") {
+			t.Fatalf("%s failed without the warning that the starts' spread is unknown: %+v\n%s", m.Metric, m, errb)
+		}
+	}
+	t.Logf("the two engines' starts differed (a fail the gate warned of)")
 }
 
 // slicesContains says whether any of xs contains sub.

@@ -1,8 +1,7 @@
 package cli
 
 import (
-	"encoding/json"
-	"os"
+	"bytes"
 	"path/filepath"
 	"testing"
 
@@ -61,27 +60,18 @@ func TestITLTokenEndToEnd(t *testing.T) {
 	if code, log := run("run", "-c", cfg, "--target", startSim(t, sim.Options{Seed: 1, TokensPerChunk: 4, Faults: sim.Faults{Slowdown: slow}}), "-o", cand); code != ExitOK {
 		t.Fatalf("candidate run: exit %d\n%s", code, log)
 	}
-	gateJSON := filepath.Join(cand, "gate.json")
-	code, log := run("gate", "-c", cfg, "-r", cand, "--json", gateJSON)
-	raw, err := os.ReadFile(gateJSON)
-	if err != nil {
-		t.Fatalf("gate: exit %d: %v\n%s", code, err, log)
+	code, log := run("gate", "-c", cfg, "-r", cand, "--json", filepath.Join(cand, "gate.json"))
+	w := abGateJSON(t, cand, code, bytes.NewBufferString(log), new(bytes.Buffer)).Workloads[0]
+	chunk, tok := metricNamed(w, "itl_p90"), metricNamed(w, "itl_token_p90")
+	if chunk == nil || tok == nil {
+		t.Fatalf("exit %d: no itl_p90 or itl_token_p90 rule in %+v\n%s", code, w.Metrics, log)
 	}
-	var res gate.Result
-	if err := json.Unmarshal(raw, &res); err != nil {
-		t.Fatal(err)
+	t.Logf("exit %d; itl_p90 %s at %v; itl_token_p90 %s at %v\n%s", code, chunk.Verdict, ratioOf(*chunk), tok.Verdict, ratioOf(*tok), log)
+	if chunk.Verdict != gate.Fail || ratioOf(*chunk) < 2.5 {
+		t.Errorf("itl_p90: %s at %v, want a fail at about ×4", chunk.Verdict, ratioOf(*chunk))
 	}
-	got := map[string]gate.MetricResult{}
-	for _, m := range res.Workloads[0].Metrics {
-		got[m.Metric] = m
-	}
-	chunk, tok := got["itl_p90"], got["itl_token_p90"]
-	t.Logf("exit %d; itl_p90 %s at %v; itl_token_p90 %s at %v\n%s", code, chunk.Verdict, ratioOf(chunk), tok.Verdict, ratioOf(tok), log)
-	if chunk.Verdict != gate.Fail || ratioOf(chunk) < 2.5 {
-		t.Errorf("itl_p90: %s at %v, want a fail at about ×4", chunk.Verdict, ratioOf(chunk))
-	}
-	if tok.Verdict == gate.Fail || tok.Ratio == nil || ratioOf(tok) > 1.3 || ratioOf(tok) < 0.75 {
-		t.Errorf("itl_token_p90: %s at %v, want about ×1 and no fail", tok.Verdict, ratioOf(tok))
+	if tok.Verdict == gate.Fail || tok.Ratio == nil || ratioOf(*tok) > 1.3 || ratioOf(*tok) < 0.75 {
+		t.Errorf("itl_token_p90: %s at %v, want about ×1 and no fail", tok.Verdict, ratioOf(*tok))
 	}
 	if code != ExitGateFailed {
 		t.Errorf("gate exit %d, want 1 (itl_p90 failed)", code)

@@ -75,7 +75,7 @@ func keptSides(recs []*result.Record) []string {
 // over their count). A difference is measured less surely than its parts, the more so
 // the smaller it is against them, and taken at the starts' degrees of freedom it made
 // an interval too narrow: a swapped job of 32 blocks against a 10-start calibration
-// whose part was about half of MS failed a change at its tolerance's edge 63–107 times
+// whose part was about half of MS failed a change at its tolerance's edge 77–95 times
 // in 2,000 (gate/edge_components_test.go), over the 50 its error rate allows. So the
 // part is taken on its Welch–Satterthwaite degrees of freedom,
 //

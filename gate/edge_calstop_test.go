@@ -150,8 +150,8 @@ func TestNoiseEdgeCalibrationStop(t *testing.T) {
 				// fail at the edge more often than α, stopped or fixed (docs/noise.md).
 				return
 			}
-			if corr > edgeMaxFails {
-				t.Errorf("at the edge %d of 2000 failed, want at most %d", corr, edgeMaxFails)
+			if corr > statstest.EdgeMaxFails {
+				t.Errorf("at the edge %d of 2000 failed, want at most %d", corr, statstest.EdgeMaxFails)
 			}
 			// The correction undoes the stop's selection: the spread a calibration stored
 			// after stopping early is, on average, what a fixed calibration of as many
@@ -162,10 +162,6 @@ func TestNoiseEdgeCalibrationStop(t *testing.T) {
 		})
 	}
 }
-
-// edgeMaxFails is the edge check's bound, as in gate/stats's TestNoiseEdge: at most 73
-// of 2,000 trials at a true ratio of 1 + tolerance fail.
-const edgeMaxFails = 73
 
 func b2i(b bool) int {
 	if b {

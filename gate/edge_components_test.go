@@ -50,16 +50,6 @@ var edgeComponentsPolicy = stats.Policy{Direction: stats.LowerIsBetter, Toleranc
 // spread between starts.
 func TestNoiseEdgeComponents(t *testing.T) {
 	waittest.ManyTrials(t)
-	const trials, maxFails = 2000, 73
-	edge := math.Log1p(edgeComponentsPolicy.Tolerance)
-	type rule struct {
-		name    string
-		control bool
-		fails   func(r *rand.Rand, m statstest.NoiseModel, delta float64) bool
-		// power is the least share of candidates at twice the tolerance that fail, as
-		// docs/noise.md states it; at no change at most 0.4% do.
-		power float64
-	}
 	committed := func(w calWorld, days, starts, runs int) func(r *rand.Rand, m statstest.NoiseModel, delta float64) bool {
 		return func(r *rand.Rand, m statstest.NoiseModel, delta float64) bool {
 			cal, logs := w.calibration(r, m, days, starts, runs)
@@ -97,62 +87,28 @@ func TestNoiseEdgeComponents(t *testing.T) {
 	}
 	w := calWorld{start: 0.05, run: 0.02, within: 0.03}
 	small := calWorld{start: 0.02, run: 0.01, within: 0.04}
-	rules := []rule{
-		{name: "committed, 3 repeats on 1 start; calibration of 10 starts", fails: committed(w, 1, 10, 1), power: 0.22},
-		{name: "committed, 3 repeats on 1 start; calibration of 5 starts × 2 runs", fails: committed(w, 1, 5, 2), power: 0.15},
-		{name: "committed, 3 repeats on 1 start; calibration of 3 days × 4 starts", fails: committed(calWorld{day: 0.03, start: 0.04, run: 0.02, within: 0.03}, 3, 4, 1), power: 0.005},
-		{name: "committed, 3 repeats on 1 start; calibration of 10 starts, sampling dominant", fails: committed(small, 1, 10, 1), power: 0.35},
-		{name: "committed, 3 repeats on 1 start; calibration of 10 starts, their part about half", fails: committed(calWorld{start: 0.03, run: 0.01, within: 0.025}, 1, 10, 1), power: 0.4},
-		{name: "committed, 3 repeats on 1 start; calibration of 10 starts, their part under half", fails: committed(calWorld{start: 0.025, run: 0.01, within: 0.03}, 1, 10, 1), power: 0.4},
-		{name: "committed, 3 repeats on 1 start; calibration of 5 starts × 2 runs, their part about half", fails: committed(calWorld{start: 0.03, run: 0.01, within: 0.025}, 1, 5, 2), power: 0.3},
-		{name: "committed, 3 repeats on 1 start; calibration of 4 days × 5 starts", fails: committed(calWorld{day: 0.03, start: 0.01, run: 0.01, within: 0.025}, 4, 5, 1), power: 0.17},
-		{name: "committed, 3 repeats on 1 start; calibration of 6 days × 3 starts", fails: committed(calWorld{day: 0.03, start: 0.02, run: 0.01, within: 0.025}, 6, 3, 1), power: 0.25},
-		{name: "A/B fixed, 8 blocks, swapped; starts from a calibration of 10", fails: swapped(calWorld{start: 0.03, run: 0.02, within: 0.036}, 10, 1, 8), power: 0.1},
-		{name: "A/B fixed, 16 blocks, swapped; starts from a calibration of 10, their part small", fails: swapped(small, 10, 1, 16), power: 0.12},
-		{name: "A/B fixed, 32 blocks, swapped; starts from a calibration of 5 starts × 2 runs", fails: swapped(small, 5, 2, 32), power: 0.25},
-		{name: "A/B fixed, 16 blocks, swapped; starts from a calibration of 10 starts × 3 runs, their part small", fails: swapped(small, 10, 3, 16), power: 0.38},
-		{name: "A/B fixed, 32 blocks, swapped; starts from a calibration of 10, their part dominant", fails: swapped(calWorld{start: 0.04, run: 0.01, within: 0.02}, 10, 1, 32), power: 0.17},
-		{name: "A/B fixed, 32 blocks, swapped; starts from a calibration of 10, their part about half", fails: swapped(calWorld{start: 0.03, run: 0.01, within: 0.025}, 10, 1, 32), power: 0.25},
-		{name: "A/B fixed, 32 blocks, swapped; starts from a calibration of 10, their part under half", fails: swapped(calWorld{start: 0.025, run: 0.01, within: 0.03}, 10, 1, 32), power: 0.2},
-		{name: "A/B fixed, 64 blocks, swapped; starts from a calibration of 10, their part under half", fails: swapped(calWorld{start: 0.025, run: 0.01, within: 0.03}, 10, 1, 64), power: 0.2},
-		{name: "negative control: committed, the starts' part divided by the repeats", control: true, fails: unshared(w, 10)},
-		{name: "negative control: A/B swapped, the starts' part as estimated, 0 as 0", control: true, fails: pointOnly(small, 10, 1, 16)},
+	rules := []statstest.EdgeRule{
+		{Name: "committed, 3 repeats on 1 start; calibration of 10 starts", Fails: committed(w, 1, 10, 1), AA: 0.004, Power: 0.22},
+		{Name: "committed, 3 repeats on 1 start; calibration of 5 starts × 2 runs", Fails: committed(w, 1, 5, 2), AA: 0.004, Power: 0.15},
+		{Name: "committed, 3 repeats on 1 start; calibration of 3 days × 4 starts", Fails: committed(calWorld{day: 0.03, start: 0.04, run: 0.02, within: 0.03}, 3, 4, 1), AA: 0.004, Power: 0.005},
+		{Name: "committed, 3 repeats on 1 start; calibration of 10 starts, sampling dominant", Fails: committed(small, 1, 10, 1), AA: 0.004, Power: 0.35},
+		{Name: "committed, 3 repeats on 1 start; calibration of 10 starts, their part about half", Fails: committed(calWorld{start: 0.03, run: 0.01, within: 0.025}, 1, 10, 1), AA: 0.004, Power: 0.4},
+		{Name: "committed, 3 repeats on 1 start; calibration of 10 starts, their part under half", Fails: committed(calWorld{start: 0.025, run: 0.01, within: 0.03}, 1, 10, 1), AA: 0.004, Power: 0.4},
+		{Name: "committed, 3 repeats on 1 start; calibration of 5 starts × 2 runs, their part about half", Fails: committed(calWorld{start: 0.03, run: 0.01, within: 0.025}, 1, 5, 2), AA: 0.004, Power: 0.3},
+		{Name: "committed, 3 repeats on 1 start; calibration of 4 days × 5 starts", Fails: committed(calWorld{day: 0.03, start: 0.01, run: 0.01, within: 0.025}, 4, 5, 1), AA: 0.004, Power: 0.17},
+		{Name: "committed, 3 repeats on 1 start; calibration of 6 days × 3 starts", Fails: committed(calWorld{day: 0.03, start: 0.02, run: 0.01, within: 0.025}, 6, 3, 1), AA: 0.004, Power: 0.25},
+		{Name: "A/B fixed, 8 blocks, swapped; starts from a calibration of 10", Fails: swapped(calWorld{start: 0.03, run: 0.02, within: 0.036}, 10, 1, 8), AA: 0.004, Power: 0.1},
+		{Name: "A/B fixed, 16 blocks, swapped; starts from a calibration of 10, their part small", Fails: swapped(small, 10, 1, 16), AA: 0.004, Power: 0.12},
+		{Name: "A/B fixed, 32 blocks, swapped; starts from a calibration of 5 starts × 2 runs", Fails: swapped(small, 5, 2, 32), AA: 0.004, Power: 0.25},
+		{Name: "A/B fixed, 16 blocks, swapped; starts from a calibration of 10 starts × 3 runs, their part small", Fails: swapped(small, 10, 3, 16), AA: 0.004, Power: 0.38},
+		{Name: "A/B fixed, 32 blocks, swapped; starts from a calibration of 10, their part dominant", Fails: swapped(calWorld{start: 0.04, run: 0.01, within: 0.02}, 10, 1, 32), AA: 0.004, Power: 0.17},
+		{Name: "A/B fixed, 32 blocks, swapped; starts from a calibration of 10, their part about half", Fails: swapped(calWorld{start: 0.03, run: 0.01, within: 0.025}, 10, 1, 32), AA: 0.004, Power: 0.25},
+		{Name: "A/B fixed, 32 blocks, swapped; starts from a calibration of 10, their part under half", Fails: swapped(calWorld{start: 0.025, run: 0.01, within: 0.03}, 10, 1, 32), AA: 0.004, Power: 0.2},
+		{Name: "A/B fixed, 64 blocks, swapped; starts from a calibration of 10, their part under half", Fails: swapped(calWorld{start: 0.025, run: 0.01, within: 0.03}, 10, 1, 64), AA: 0.004, Power: 0.2},
+		{Name: "negative control: committed, the starts' part divided by the repeats", Control: true, Fails: unshared(w, 10)},
+		{Name: "negative control: A/B swapped, the starts' part as estimated, 0 as 0", Control: true, Fails: pointOnly(small, 10, 1, 16)},
 	}
-	for i, ru := range rules {
-		for j, m := range statstest.NoiseModels {
-			t.Run(ru.name+"/"+m.Name, func(t *testing.T) {
-				r := rand.New(rand.NewPCG(4545, uint64(100*i+j)))
-				count := func(n int, delta float64) int {
-					k := 0
-					for range n {
-						if ru.fails(r, m, delta) {
-							k++
-						}
-					}
-					return k
-				}
-				atEdge := count(trials, edge)
-				if ru.control {
-					t.Logf("| %s | %s | | %d/%d | |", ru.name, m.Name, atEdge, trials)
-					if atEdge <= maxFails {
-						t.Errorf("negative control: %d of %d failed at the edge, want more than %d: the edge check has no teeth here", atEdge, trials, maxFails)
-					}
-					return
-				}
-				aa, power := count(500, 0), count(500, 2*edge)
-				t.Logf("| %s | %s | %d/500 | %d/%d | %d/500 |", ru.name, m.Name, aa, atEdge, trials, power)
-				if atEdge > maxFails {
-					t.Errorf("%d of %d failed at the edge, want at most %d", atEdge, trials, maxFails)
-				}
-				if aa > 2 {
-					t.Errorf("no change: %d of 500 failed, want at most 0.4%%", aa)
-				}
-				if float64(power) < ru.power*500 {
-					t.Errorf("twice the tolerance: %d of 500 failed, want at least %.0f%%", power, 100*ru.power)
-				}
-			})
-		}
-	}
+	statstest.RunEdge(t, 4545, edgeComponentsPolicy.Tolerance, rules)
 }
 
 // flatMetric is a statistic of value v that resampling never moves.

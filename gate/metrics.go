@@ -158,7 +158,9 @@ func lookupMetric(name string) (metricDef, error) {
 	if m == "itl_token" {
 		gaps = func(r *run) [][]float64 { return r.itlTok }
 		d.present = func(r *run) bool { return r.itlTok != nil }
-		d.missing = "no per-token intervals: the baseline was recorded before slogate kept them (slogate baseline update)"
+		// Every run made from a record has them; a baseline older than them has none,
+		// and missingData asks for its refresh.
+		d.missing = "no per-token intervals in the run's requests"
 	}
 	q, isPct := percentiles[stat]
 	if isPct {

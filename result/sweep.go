@@ -385,10 +385,10 @@ func StepOfRuns(recs []*Record, rate float64) SweepStep {
 	}
 	st.KVConcurrency = s.KVConcurrency
 	st.Tasks = s.Tasks
-	if g, src, ok := QueueGrowth(rec); ok {
+	pace, paced := PaceOf(rec)
+	if g, src, ok := queueGrowth(rec, pace); ok {
 		st.QueueGrowth, st.QueueSource = &g, src
 	}
-	pace, paced := PaceOf(rec)
 	if paced {
 		st.OfferedRPS, st.DeliveredRPS = round3(pace.OfferedRPS), round3(pace.DeliveredRPS)
 	}
@@ -498,6 +498,12 @@ const (
 // time the system takes to fill to its steady in-flight level (Pace.FillS), which is not
 // growth. ok is false with fewer than MinQueueSamples samples.
 func QueueGrowth(rec *Record) (growth float64, source string, ok bool) {
+	p, _ := PaceOf(rec)
+	return queueGrowth(rec, p)
+}
+
+// queueGrowth is QueueGrowth with the run's pace measured.
+func queueGrowth(rec *Record, p Pace) (growth float64, source string, ok bool) {
 	if len(rec.Requests) < 2 {
 		return 0, "", false
 	}
@@ -521,7 +527,7 @@ func QueueGrowth(rec *Record) (growth float64, source string, ok bool) {
 	in, source := within(rec.Series.Engine["queue_depth"], first), QueueSourceEngine
 	if len(in) < MinQueueSamples {
 		fill := int64(rec.Summary.E2Ems.Mean * 1000)
-		if p, _ := PaceOf(rec); p.FillS > 0 {
+		if p.FillS > 0 {
 			fill = int64(p.FillS * 1e6)
 		}
 		in, source = within(rec.Series.InFlight, first+fill), QueueSourceClient
@@ -555,13 +561,14 @@ type Pace struct {
 	// SpreadS the spread of its end-to-end latency (p90 − p10): both from the step's
 	// first tenth of requests (at least 5), which met no backlog.
 	FillS, SpreadS float64
-	// NeedS is the shortest span of arrivals that can show the pace: 10 × SpreadS.
-	NeedS float64
 }
+
+// NeedS is the shortest span of arrivals that can show the pace: 10 × SpreadS.
+func (p Pace) NeedS() float64 { return 10 * p.SpreadS }
 
 // ShortBy is how much longer the step's arrivals needed to last to show the pace
 // (0: long enough).
-func (p Pace) ShortBy() float64 { return max(p.NeedS-p.ArrivalS, 0) }
+func (p Pace) ShortBy() float64 { return max(p.NeedS()-p.ArrivalS, 0) }
 
 // PaceOf measures a run's pace; ok is false with fewer than 10 requests that succeeded
 // (the rates are then 0; the span, fill and spread are measured on what there is).
@@ -604,7 +611,6 @@ func PaceOf(rec *Record) (Pace, bool) {
 	slices.Sort(e2e)
 	p.FillS = quantileSorted(e2e, 0.5)
 	p.SpreadS = quantileSorted(e2e, 0.9) - quantileSorted(e2e, 0.1)
-	p.NeedS = 10 * p.SpreadS
 	if n < 10 || len(ends) < 10 {
 		return p, false
 	}
@@ -632,7 +638,7 @@ func quantileSorted(xs []float64, q float64) float64 {
 // shortest step that can.
 func tooShortReason(rec *Record, rate float64, p Pace, queued, paced bool) string {
 	every := sampleEvery(rec.Series.InFlight)
-	need := max(p.NeedS, p.FillS+float64(MinQueueSamples)*every)
+	need := max(p.NeedS(), p.FillS+float64(MinQueueSamples)*every)
 	var why []string
 	if !queued {
 		why = append(why, fmt.Sprintf("fewer than %d samples of the queue once it had filled (%.2f s)", MinQueueSamples, p.FillS))

@@ -33,6 +33,24 @@ func stepRecord(n int, attain, errRate float64, queue []float64) *Record {
 	return rec
 }
 
+// inFlightGrew gives r a client in-flight series, one sample a scheduled request, that
+// grows from 0 to 30.
+func inFlightGrew(r *Record) *Record {
+	for i, v := range ramp(len(r.Requests), 0, 30) {
+		r.Series.InFlight = append(r.Series.InFlight, Sample{TUS: int64(i) * 100_000, V: v})
+	}
+	return r
+}
+
+// completedEvery makes r's requests complete every us microseconds, 50 ms after the
+// first was scheduled.
+func completedEvery(r *Record, us int64) *Record {
+	for i := range r.Requests {
+		r.Requests[i].EndUS = int64(i)*us + 50_000
+	}
+	return r
+}
+
 func ramp(n int, from, to float64) []float64 {
 	out := make([]float64, n)
 	for i := range out {
@@ -77,41 +95,20 @@ func TestStepOfVerdicts(t *testing.T) {
 		}, StepFailed, "interrupted"},
 		// Without engine metrics the client's in-flight count stands in; after the fill
 		// (the first requests' latency) it grows by 30.
-		{"client-in-flight-grew", func() *Record {
-			r := stepRecord(40, 1, 0, nil)
-			for i, v := range ramp(40, 0, 30) {
-				r.Series.InFlight = append(r.Series.InFlight, Sample{TUS: int64(i) * 100_000, V: v})
-			}
-			return r
-		}, StepSaturated, "client's in-flight count grew"},
+		{"client-in-flight-grew", func() *Record { return inFlightGrew(stepRecord(40, 1, 0, nil)) }, StepSaturated, "client's in-flight count grew"},
 		// A saturated step's mean latency is mostly backlog: 10 s here, longer than the
 		// step. The fill is the first requests' latency (50 ms), so the growth is still
 		// judged (skipping the mean E2E left no sample, and the step passed).
 		{"saturated-in-flight-grew", func() *Record {
-			r := stepRecord(40, 1, 0, nil)
+			r := inFlightGrew(stepRecord(40, 1, 0, nil))
 			r.Summary.E2Ems.Mean = 10_000
-			for i, v := range ramp(40, 0, 30) {
-				r.Series.InFlight = append(r.Series.InFlight, Sample{TUS: int64(i) * 100_000, V: v})
-			}
 			return r
 		}, StepSaturated, "client's in-flight count grew by"},
 		// Sent at 10 req/s, completed at 7: the engine did not keep up, though its queue
 		// gauge (scraped) read flat and every request met the SLO.
-		{"did-not-keep-up", func() *Record {
-			r := stepRecord(40, 1, 0, flat)
-			for i := range r.Requests {
-				r.Requests[i].EndUS = int64(i)*142_857 + 50_000
-			}
-			return r
-		}, StepSaturated, "the engine did not keep up: requests completed at 7.2 req/s of the 10.3 req/s"},
+		{"did-not-keep-up", func() *Record { return completedEvery(stepRecord(40, 1, 0, flat), 142_857) }, StepSaturated, "the engine did not keep up: requests completed at 7.2 req/s of the 10.3 req/s"},
 		// Completed at 95% of the pace: within the 10% margin.
-		{"kept-up", func() *Record {
-			r := stepRecord(40, 1, 0, flat)
-			for i := range r.Requests {
-				r.Requests[i].EndUS = int64(i)*105_263 + 50_000
-			}
-			return r
-		}, StepPass, ""},
+		{"kept-up", func() *Record { return completedEvery(stepRecord(40, 1, 0, flat), 105_263) }, StepPass, ""},
 		// Neither a queue series nor the engine's gauge: nothing says whether the engine
 		// kept up, and the step is refused, naming the shortest step that can.
 		{"too-short", func() *Record { return stepRecord(40, 1, 0, nil) }, StepTooShort, "a step needs at least 1s of arrivals (--step-duration 1s, or --step-requests 10 at 10 req/s)"},

@@ -98,16 +98,16 @@ func abRules() []edgeRule {
 		return func(r *rand.Rand, m noiseModel, delta float64) bool { return fails(w.abJob(r, m, delta, n, swapped)) }
 	}
 	return []edgeRule{
-		{name: "A/B fixed, 8 blocks, restarts", aa: 0.004, power: 0.45, fails: job(8, false, func(b []Block) bool { return fixedAB(b, pol, Shared{}) == Fail })},
-		{name: "A/B fixed, 8 blocks, swapped", aa: 0.004, power: 0.28, fails: job(8, true, func(b []Block) bool { return fixedAB(b, pol, sh) == Fail })},
-		{name: "A/B sequential 4-16, restarts", aa: 0.004, power: 0.38, fails: job(16, false, func(b []Block) bool { return seqAB(b, pol, Shared{}, 4, 16, 0, 0) })},
-		{name: "A/B sequential 4-16, swapped", aa: 0.004, power: 0.03, fails: job(16, true, func(b []Block) bool { return seqAB(b, pol, sh, 4, 16, 0, 0) })},
-		{name: "A/B sequential 4-16, final share 0.5", aa: 0.004, power: 0.75, fails: job(16, false, func(b []Block) bool { return seqAB(b, pol, Shared{}, 4, 16, 0.5, 0) })},
-		{name: "A/B sequential 4-32, restarts", aa: 0.004, power: 0.85, fails: job(32, false, func(b []Block) bool { return seqAB(b, pol, Shared{}, 4, 32, 0, 0) })},
-		{name: "A/B sequential 4-32, futility from 8", aa: 0.004, power: 0.72, fails: job(32, false, func(b []Block) bool { return seqAB(b, pol, Shared{}, 4, 32, 0, 8) })},
-		{name: "A/B sequential 4-32, final share 0.5, futility from 16", aa: 0.004, power: 0.93, fails: job(32, false, func(b []Block) bool { return seqAB(b, pol, Shared{}, 4, 32, 0.5, 16) })},
-		{name: "A/B sequential 4-32, swapped, futility from 8", aa: 0.004, power: 0.06, fails: job(32, true, func(b []Block) bool { return seqAB(b, pol, sh, 4, 32, 0, 8) })},
-		{name: "negative control: a fixed A/B interval at every pair, 4-32", control: true, fails: job(32, false, func(b []Block) bool {
+		{Name: "A/B fixed, 8 blocks, restarts", AA: 0.004, Power: 0.45, Fails: job(8, false, func(b []Block) bool { return fixedAB(b, pol, Shared{}) == Fail })},
+		{Name: "A/B fixed, 8 blocks, swapped", AA: 0.004, Power: 0.28, Fails: job(8, true, func(b []Block) bool { return fixedAB(b, pol, sh) == Fail })},
+		{Name: "A/B sequential 4-16, restarts", AA: 0.004, Power: 0.38, Fails: job(16, false, func(b []Block) bool { return seqAB(b, pol, Shared{}, 4, 16, 0, 0) })},
+		{Name: "A/B sequential 4-16, swapped", AA: 0.004, Power: 0.03, Fails: job(16, true, func(b []Block) bool { return seqAB(b, pol, sh, 4, 16, 0, 0) })},
+		{Name: "A/B sequential 4-16, final share 0.5", AA: 0.004, Power: 0.75, Fails: job(16, false, func(b []Block) bool { return seqAB(b, pol, Shared{}, 4, 16, 0.5, 0) })},
+		{Name: "A/B sequential 4-32, restarts", AA: 0.004, Power: 0.85, Fails: job(32, false, func(b []Block) bool { return seqAB(b, pol, Shared{}, 4, 32, 0, 0) })},
+		{Name: "A/B sequential 4-32, futility from 8", AA: 0.004, Power: 0.72, Fails: job(32, false, func(b []Block) bool { return seqAB(b, pol, Shared{}, 4, 32, 0, 8) })},
+		{Name: "A/B sequential 4-32, final share 0.5, futility from 16", AA: 0.004, Power: 0.93, Fails: job(32, false, func(b []Block) bool { return seqAB(b, pol, Shared{}, 4, 32, 0.5, 16) })},
+		{Name: "A/B sequential 4-32, swapped, futility from 8", AA: 0.004, Power: 0.06, Fails: job(32, true, func(b []Block) bool { return seqAB(b, pol, sh, 4, 32, 0, 8) })},
+		{Name: "negative control: a fixed A/B interval at every pair, 4-32", Control: true, Fails: job(32, false, func(b []Block) bool {
 			for n := 4; n <= 32; n += 2 {
 				if fixedAB(b[:n], pol, Shared{}) == Fail {
 					return true
@@ -115,6 +115,6 @@ func abRules() []edgeRule {
 			}
 			return false
 		})},
-		{name: "negative control: swapped A/B without the starts' part", control: true, fails: job(8, true, func(b []Block) bool { return fixedAB(b, pol, Shared{}) == Fail })},
+		{Name: "negative control: swapped A/B without the starts' part", Control: true, Fails: job(8, true, func(b []Block) bool { return fixedAB(b, pol, Shared{}) == Fail })},
 	}
 }

@@ -12,19 +12,11 @@ import (
 // The edge tests simulate each metric at the level the decision functions see it: a
 // run's log value is the system's level, plus the change, plus the offset of the engine
 // start that served it, plus the run's own offset, plus its sampling error. They call the
-// functions production calls on those values, at the tolerance's edge (a true ratio of
-// 1 + tolerance), where a correct rule at α = 2.5% fails at most 73 of 2,000 trials
-// (the binomial bound that a correct rule passes with probability ≥ 0.999 and a 5% rule
-// fails with 0.998).
-const (
-	edgeTrials   = 2000
-	edgeMaxFails = 73
-)
+// functions production calls on those values, at the tolerance's edge, and hold them to
+// statstest's edge check (RunEdge).
 
-// noiseModel draws values of mean 0 and variance 1; noiseModels are the three shapes.
+// noiseModel draws values of mean 0 and variance 1 (statstest.NoiseModels).
 type noiseModel = statstest.NoiseModel
-
-var noiseModels = statstest.NoiseModels
 
 // edgeWorld is the spread of a metric's log value: of an engine start (on the
 // candidate's day, beside the baseline's), of a run of one start, and of a run's sampling
@@ -60,23 +52,8 @@ func (w edgeWorld) side(r *rand.Rand, m noiseModel, mu float64, n, starts int) (
 	return Side{Runs: n, Starts: starts, LogMean: mean, Within: w.within * w.within / float64(n)}, logs
 }
 
-// edgeRule is one decision rule as the edge matrix drives it: fails draws one trial
-// (a job, or a candidate against its baseline) whose candidate's log level lies delta
-// above the baseline's, judges it as production does, and says whether it failed.
-type edgeRule struct {
-	name string
-	// control marks a negative control: a rule known to be wrong, which must fail the
-	// edge check.
-	control bool
-	fails   func(r *rand.Rand, m noiseModel, delta float64) bool
-	// aa and power are the rates docs/noise.md states: at most aa of unchanged
-	// candidates fail, at least power of those at twice the tolerance do (under every
-	// noise model).
-	aa, power float64
-}
-
-// Trials at no change and at twice the tolerance.
-const sideTrials = 500
+// edgeRule is one decision rule as the edge matrix drives it (statstest.RunEdge).
+type edgeRule = statstest.EdgeRule
 
 // edgePolicy is every rule's: a tolerance of 10%, lower is better, 95% confidence.
 var edgePolicy = Policy{Direction: LowerIsBetter, Tolerance: 0.10, Confidence: 0.95, Resamples: 100, AllowFewResamples: true}
@@ -120,11 +97,11 @@ func committedRules() []edgeRule {
 		}
 	}
 	return []edgeRule{
-		{name: "committed, 3 repeats on 1 start", fails: fixed(1, true), aa: 0.004, power: 0.30},
-		{name: "committed, 3 repeats on 3 starts", fails: fixed(3, true), aa: 0.004, power: 0.55},
-		{name: "committed, sequential repeats on 1 start", fails: seq(true), aa: 0.004, power: 0.005},
-		{name: "negative control: 3 repeats on 1 start counted as 3 starts", control: true, fails: fixed(1, false)},
-		{name: "negative control: sequential repeats counted as a start each", control: true, fails: seq(false)},
+		{Name: "committed, 3 repeats on 1 start", Fails: fixed(1, true), AA: 0.004, Power: 0.30},
+		{Name: "committed, 3 repeats on 3 starts", Fails: fixed(3, true), AA: 0.004, Power: 0.55},
+		{Name: "committed, sequential repeats on 1 start", Fails: seq(true), AA: 0.004, Power: 0.005},
+		{Name: "negative control: 3 repeats on 1 start counted as 3 starts", Control: true, Fails: fixed(1, false)},
+		{Name: "negative control: sequential repeats counted as a start each", Control: true, Fails: seq(false)},
 	}
 }
 
@@ -135,41 +112,5 @@ func committedRules() []edgeRule {
 // ./gate/stats prints it). Each negative control fails the edge check.
 func TestNoiseEdge(t *testing.T) {
 	waittest.ManyTrials(t)
-	rules := append(committedRules(), abRules()...)
-	edge := math.Log1p(edgePolicy.Tolerance)
-	for i, ru := range rules {
-		for j, m := range noiseModels {
-			t.Run(ru.name+"/"+m.Name, func(t *testing.T) {
-				r := rand.New(rand.NewPCG(45, uint64(100*i+j)))
-				count := func(n int, delta float64) int {
-					k := 0
-					for range n {
-						if ru.fails(r, m, delta) {
-							k++
-						}
-					}
-					return k
-				}
-				atEdge := count(edgeTrials, edge)
-				if ru.control {
-					t.Logf("| %s | %s | | %d/%d | |", ru.name, m.Name, atEdge, edgeTrials)
-					if atEdge <= edgeMaxFails {
-						t.Errorf("negative control: %d of %d failed at the edge, want more than %d: the edge check has no teeth", atEdge, edgeTrials, edgeMaxFails)
-					}
-					return
-				}
-				aa, power := count(sideTrials, 0), count(sideTrials, 2*edge)
-				t.Logf("| %s | %s | %d/%d | %d/%d | %d/%d |", ru.name, m.Name, aa, sideTrials, atEdge, edgeTrials, power, sideTrials)
-				if atEdge > edgeMaxFails {
-					t.Errorf("%d of %d failed at the edge, want at most %d", atEdge, edgeTrials, edgeMaxFails)
-				}
-				if float64(aa) > ru.aa*sideTrials {
-					t.Errorf("no change: %d of %d failed, want at most %.1f%%", aa, sideTrials, 100*ru.aa)
-				}
-				if float64(power) < ru.power*sideTrials {
-					t.Errorf("twice the tolerance: %d of %d failed, want at least %.0f%%", power, sideTrials, 100*ru.power)
-				}
-			})
-		}
-	}
+	statstest.RunEdge(t, 45, edgePolicy.Tolerance, append(committedRules(), abRules()...))
 }

@@ -291,7 +291,7 @@ func CompareSides(b, c Side, sp Spread, source string, pol Policy, why string) (
 		// means less what the runs' own noise puts into them), and measured less surely
 		// than either: taken on the calibration's degrees of freedom it made intervals
 		// too narrow (committed candidates on one start failed at the tolerance's edge
-		// 74–90 times in 2,000 where the part was about half the runs' spread;
+		// 55–90 times in 2,000 where the part was about half the runs' spread;
 		// gate/edge_components_test.go). So the sum is taken on its Welch–Satterthwaite
 		// degrees of freedom, the random part being whole, unless the whole itself on
 		// the calibration's degrees of freedom gives the narrower interval: a shared
