@@ -52,6 +52,14 @@ func TestABAgainstSimulators(t *testing.T) {
 				t.Logf("the A/A job failed (exit %d): once more\n%s", code, errb)
 				dir, code, res, out, errb = job()
 			}
+			// Likewise an undecided job against the slower candidate: once under the race
+			// suite, a host stall in one block took eight blocks' ITL p99 to 1.14
+			// [0.46, 2.82]. Undecided is the right answer to such blocks (never a pass);
+			// the second job is judged, and must not pass either.
+			if c.want == gate.Fail && res.Verdict == gate.Inconclusive {
+				t.Logf("the job against the slower candidate was undecided (exit %d): once more\n%s", code, errb)
+				dir, code, res, out, errb = job()
+			}
 			var itl *gate.MetricResult
 			for i, m := range res.Workloads[0].Metrics {
 				if m.Metric == "itl_p99" {

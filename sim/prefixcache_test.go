@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -158,15 +160,22 @@ func TestPrefixCacheSkipsPrefill(t *testing.T) {
 	// slowdown 20, against one step of about 40 ms for the 4 tokens left on a hit.
 	o.Faults.Slowdown = 20
 	r, c, ctx := start(t, o)
-	body := req{Model: "sim-tiny", Prompt: words(900), MaxTokens: 2, IgnoreEOS: true, Stream: true}
-	cold := post(ctx, c, r.URL+"/v1/completions", body)
-	warm := post(ctx, c, r.URL+"/v1/completions", body)
-	if cold.Err != nil || warm.Err != nil {
-		t.Fatal(cold.Err, warm.Err)
+	// Three prompts, each sent twice. A loaded host only adds time, and once under the
+	// race suite it added enough to one pair that the cached TTFT was not 25% shorter:
+	// the least of each kind is the reading closest to the model.
+	var cold, warm []time.Duration
+	for i := range 3 {
+		body := req{Model: "sim-tiny", Prompt: fmt.Sprintf("%04d", i) + words(899), MaxTokens: 2, IgnoreEOS: true, Stream: true}
+		c1 := post(ctx, c, r.URL+"/v1/completions", body)
+		c2 := post(ctx, c, r.URL+"/v1/completions", body)
+		if c1.Err != nil || c2.Err != nil {
+			t.Fatal(c1.Err, c2.Err)
+		}
+		cold, warm = append(cold, c1.TTFT()), append(warm, c2.TTFT())
 	}
-	t.Logf("TTFT cold %v, cached %v", cold.TTFT(), warm.TTFT())
-	if warm.TTFT() >= cold.TTFT()*3/4 {
-		t.Errorf("TTFT with the prompt cached %v, without %v: want the cached one at least 25%% shorter", warm.TTFT(), cold.TTFT())
+	t.Logf("TTFT cold %v, cached %v", cold, warm)
+	if w, k := slices.Min(warm), slices.Min(cold); w >= k*3/4 {
+		t.Errorf("least TTFT with the prompt cached %v, without %v: want the cached one at least 25%% shorter", w, k)
 	}
 }
 

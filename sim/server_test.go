@@ -77,8 +77,15 @@ func TestLoneRequestTTFTAndTPOT(t *testing.T) {
 				ttft, tpot = append(ttft, res.TTFT()), append(tpot, res.TPOT())
 			}
 			t.Logf("TTFT %v (model %v), TPOT %v (model %v)", ttft, wantTTFT, tpot, wantTPOT)
-			within(t, "median TTFT", median(ttft), wantTTFT, 0.25)
+			// A loaded host only adds time, and it added 25% to three of five TTFTs
+			// under the race suite (median 62.8 ms against 50). The least of five is the
+			// reading closest to the model: it must match it. The median must show the
+			// model's order, never faster than it and within twice it.
+			within(t, "least TTFT", slices.Min(ttft), wantTTFT, 0.25)
 			within(t, "median TPOT", median(tpot), wantTPOT, 0.25)
+			if m := median(ttft); m < time.Duration(0.75*float64(wantTTFT)) || m > 2*wantTTFT {
+				t.Errorf("median TTFT = %v, want between 0.75 and 2 times the model's %v", m, wantTTFT)
+			}
 		})
 	}
 }
