@@ -187,6 +187,60 @@ func TestLlamaCppReal(t *testing.T) {
 		}
 	})
 
+	// Chat on the fresh server: llama-server renders each conversation through its chat
+	// template, whose opening every prompt shares before its salt and the server's
+	// prompt cache serves from the second request on (16 tokens a request of a
+	// short-prompt run read 13.6% warm, and the run was refused). The opening is measured
+	// and excluded: the first cold run is accepted. Four prompts sent again with the same
+	// salts find them in the slots: refused.
+	t.Run("cold-chat", func(t *testing.T) {
+		data, err := os.ReadFile(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chat := filepath.Join(t.TempDir(), "chat.yaml")
+		if err := os.WriteFile(chat, []byte(strings.Replace(string(data), "  api: completions\n", "  api: chat\n", 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		run := func(workload, runID string) (*result.Record, int) {
+			dir := t.TempDir()
+			a, out, errb := testApp(t)
+			a.newRunID = func() string { return runID }
+			code := realRun(a, "run", "-c", chat, "-w", workload, "--target", s.url, "-o", dir)
+			t.Logf("slogate run -w %s (api chat, run id %s): exit %d\n%s%s", workload, runID, code, out, errb)
+			rec, err := result.Read(filepath.Join(dir, workload+".json"))
+			if err != nil {
+				t.Fatalf("exit %d and no record: %v", code, err)
+			}
+			if rec.API != "chat" || rec.Summary.PrefixCache == nil || rec.Summary.PrefixCache.Own == nil {
+				t.Fatalf("api %q, prefix cache %+v: want chat, hits attributed", rec.API, rec.Summary.PrefixCache)
+			}
+			pc, o := rec.Summary.PrefixCache, rec.PrefixCache.Opening
+			t.Logf("MEASURED cold chat %s (run id %s): opening %+v; %.0f of %.0f prompt tokens from the cache, %.0f of them the opening's; unfit %q",
+				workload, runID, o, pc.Hits, pc.Queries, pc.Own.Opening, rec.Unfit())
+			return rec, code
+		}
+		rec, code := run("llamacpp-smoke", "chat-first")
+		o := rec.PrefixCache.Opening
+		if o == nil || o.Method != result.OpeningTokenize || o.BlockSize != 1 || o.Tokens < 2 || o.Tokens != o.Common {
+			t.Errorf("opening %+v: want BOS and the template's header, measured through the server's template and tokenizer, token by token", o)
+		}
+		if why := rec.Unfit(); why != "" || code != ExitOK {
+			t.Errorf("the first cold chat run on a fresh server: exit %d, refused: %q", code, why)
+		}
+		if _, code := run("llamacpp-cold-few", "chat-few"); code != ExitOK {
+			t.Errorf("four new cold prompts: exit %d, want %d", code, ExitOK)
+		}
+		if s.parallel == 4 {
+			// Four slots hold the four prompts; the server that shares one cache across
+			// its slots may have dropped them.
+			warm, code := run("llamacpp-cold-few", "chat-few")
+			if code != ExitFailure || !strings.Contains(warm.Unfit(), "a cold run found") {
+				t.Errorf("the same four prompts again: exit %d, unfit %q; want refused as warm (exit %d)", code, warm.Unfit(), ExitFailure)
+			}
+		}
+	})
+
 	var run1 *result.Record
 	var run1Dir string
 	// The cold runs' directories outlive their subtest: the next one gates run 1.

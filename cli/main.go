@@ -122,6 +122,9 @@ type app struct {
 	// measured, when set, sees each run's record as measured (measure.Runner.Measured):
 	// tests make a block or a calibration run unfit.
 	measured func(*result.Record)
+	// newRunID, when set, gives each run its id (measure.Runner.NewRunID): tests send
+	// the same prompts twice.
+	newRunID func() string
 }
 
 func (a *app) tempDir() string {

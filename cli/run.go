@@ -132,7 +132,7 @@ func (a *app) loadConfig(path string) (*workload.File, int) {
 func (a *app) runner() *measure.Runner {
 	version, _ := ToolVersion()
 	r := &measure.Runner{Getenv: a.getenv, Now: a.now, EnvOptions: a.envOptions, Log: a.stderr, ToolVersion: version,
-		ProbeTimeout: a.probeTimeout, PreflightTimeout: a.preflightTimeout, Secrets: a.secrets, Measured: a.measured}
+		ProbeTimeout: a.probeTimeout, PreflightTimeout: a.preflightTimeout, Secrets: a.secrets, Measured: a.measured, NewRunID: a.newRunID}
 	r.Progress, r.ProgressDone = a.progress(nil)
 	return r
 }

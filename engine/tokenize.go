@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 )
 
 // tokenizeTimeout bounds one tokenize call, answer included: an engine that accepts the
@@ -72,19 +73,34 @@ func (c *Client) tokenize(ctx context.Context, shape int32, text string) (n int,
 	}
 	body = appendJSONString(body, text)
 	body = append(body, '}')
+	b, miss, err := c.post(ctx, c.tokenizeURL, body)
+	if err != nil {
+		return 0, miss, err
+	}
+	n, miss, err = parseTokenizeAnswer(b, shape, text)
+	if err != nil {
+		return 0, miss, fmt.Errorf("POST %s: %w", c.tokenizeURL, err)
+	}
+	return n, "", nil
+}
 
+// post sends one JSON request to one of the engine's helper endpoints (tokenize, apply
+// template), bounded by tokenizeTimeout, and returns the 2xx answer. miss is non-empty
+// (and err non-nil) when the engine answered 4xx or more: it has no such endpoint or did
+// not understand the request's shape.
+func (c *Client) post(ctx context.Context, url string, body []byte) (answer []byte, miss string, err error) {
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, tokenizeTimeout)
 	defer cancel()
 	stalled := func(what string, err error) error {
 		if parent.Err() == nil && ctx.Err() != nil {
-			return fmt.Errorf("%w: POST %s gave no complete answer within %s", ErrStalled, c.tokenizeURL, tokenizeTimeout)
+			return fmt.Errorf("%w: POST %s gave no complete answer within %s", ErrStalled, url, tokenizeTimeout)
 		}
-		return fmt.Errorf("POST %s: %s%s", c.tokenizeURL, what, c.detail(err.Error()))
+		return fmt.Errorf("POST %s: %s%s", url, what, c.detail(err.Error()))
 	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.tokenizeURL, bytes.NewReader(body))
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return 0, "", err
+		return nil, "", err
 	}
 	hr.Header["Content-Type"] = jsonContentType
 	if c.auth != nil {
@@ -92,32 +108,122 @@ func (c *Client) tokenize(ctx context.Context, shape int32, text string) (n int,
 	}
 	resp, err := c.hc.Do(hr)
 	if err != nil {
-		return 0, "", stalled("", err)
+		return nil, "", stalled("", err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBody+1))
 	if err != nil {
-		return 0, "", stalled("reading the answer: ", err)
+		return nil, "", stalled("reading the answer: ", err)
 	}
 	if int64(len(b)) > c.maxBody {
-		return 0, "", fmt.Errorf("POST %s: answer over %d bytes", c.tokenizeURL, c.maxBody)
+		return nil, "", fmt.Errorf("POST %s: answer over %d bytes", url, c.maxBody)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		msg := "HTTP " + strconv.Itoa(resp.StatusCode)
 		if d := c.detail(string(b[:min(len(b), 200+len(c.apiKey))])); d != "" {
 			msg += " " + stripDetail(d, 200)
 		}
-		err = fmt.Errorf("POST %s: %s", c.tokenizeURL, msg)
+		err = fmt.Errorf("POST %s: %s", url, msg)
 		if resp.StatusCode >= 400 {
-			return 0, msg, err
+			return nil, msg, err
 		}
-		return 0, "", err
+		return nil, "", err
 	}
-	n, miss, err = parseTokenizeAnswer(b, shape, text)
+	return b, "", nil
+}
+
+// PromptTokenIDs returns the token ids the engine makes of one request's prompt, as its
+// serving path does: a completions prompt tokenized with the special tokens the engine
+// adds (BOS), a chat prompt as one user message rendered through the engine's chat
+// template with the assistant's header after it. vLLM (and SGLang) render a chat prompt
+// in POST /tokenize itself; llama.cpp's server renders it with POST /apply-template and
+// tokenizes the result. An engine with neither gives an error wrapping ErrNoTokenizer.
+func (c *Client) PromptTokenIDs(ctx context.Context, api, prompt string) ([]int, error) {
+	if c.tokShape.Load() == shapeUnknown {
+		if _, err := c.CountTokens(ctx, "a"); err != nil {
+			return nil, err
+		}
+	}
+	shape := c.tokShape.Load()
+	var body []byte
+	switch {
+	case shape == shapeVLLM && api == APIChat:
+		body = append(body, `{"model":`...)
+		body = appendJSONString(body, c.model)
+		body = append(body, `,"messages":[{"role":"user","content":`...)
+		body = appendJSONString(body, prompt)
+		body = append(body, `}],"add_generation_prompt":true}`...)
+	case shape == shapeVLLM:
+		body = append(body, `{"model":`...)
+		body = appendJSONString(body, c.model)
+		body = append(body, `,"prompt":`...)
+		body = appendJSONString(body, prompt)
+		body = append(body, `,"add_special_tokens":true}`...)
+	default:
+		text := prompt
+		if api == APIChat {
+			url := strings.TrimSuffix(c.tokenizeURL, "/tokenize") + "/apply-template"
+			tb := append([]byte(`{"messages":[{"role":"user","content":`), appendJSONString(nil, prompt)...)
+			tb = append(tb, "}]}"...)
+			b, miss, err := c.post(ctx, url, tb)
+			if err != nil {
+				if miss != "" {
+					err = fmt.Errorf("%w: %v", ErrNoTokenizer, err)
+				}
+				return nil, err
+			}
+			var out struct {
+				Prompt *string `json:"prompt"`
+			}
+			if err := json.Unmarshal(b, &out); err != nil || out.Prompt == nil {
+				return nil, fmt.Errorf("POST %s: the answer has no \"prompt\" string: %s", url, stripDetail(string(b[:min(len(b), 200)]), 200))
+			}
+			text = *out.Prompt
+		}
+		body = append(body, `{"content":`...)
+		body = appendJSONString(body, text)
+		body = append(body, `,"add_special":true,"parse_special":true}`...)
+	}
+	b, miss, err := c.post(ctx, c.tokenizeURL, body)
 	if err != nil {
-		return 0, miss, fmt.Errorf("POST %s: %w", c.tokenizeURL, err)
+		if miss != "" {
+			err = fmt.Errorf("%w: %v", ErrNoTokenizer, err)
+		}
+		return nil, err
 	}
-	return n, "", nil
+	ids, err := parseTokenIDs(b)
+	if err != nil {
+		return nil, fmt.Errorf("POST %s: %w", c.tokenizeURL, err)
+	}
+	return ids, nil
+}
+
+// parseTokenIDs reads the ids of a tokenize answer: {"tokens": [ids]}, or llama.cpp's
+// {"tokens": [{"id": n, "piece": ...}]} when pieces were asked for.
+func parseTokenIDs(b []byte) ([]int, error) {
+	var out struct {
+		Tokens []json.RawMessage `json:"tokens"`
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, fmt.Errorf("decoding the answer: %v", err)
+	}
+	if out.Tokens == nil {
+		return nil, errors.New("the answer has no token ids")
+	}
+	ids := make([]int, len(out.Tokens))
+	for i, raw := range out.Tokens {
+		if err := json.Unmarshal(raw, &ids[i]); err == nil {
+			continue
+		}
+		var piece struct {
+			ID *int `json:"id"`
+		}
+		if err := json.Unmarshal(raw, &piece); err != nil || piece.ID == nil {
+			return nil, fmt.Errorf("token %d of the answer is %s, not an id", i, stripDetail(string(raw), 40))
+		}
+		ids[i] = *piece.ID
+	}
+	return ids, nil
 }
 
 // parseTokenizeAnswer reads a 2xx tokenize answer of the given request shape. miss is

@@ -226,3 +226,52 @@ func TestWarmRerunRefusedWithAttribution(t *testing.T) {
 		}
 	}
 }
+
+// A chat template that opens every conversation with the same system header (Llama
+// 3.1's is about 25 tokens) puts a whole KV block before each prompt's salt, which the
+// prefix cache serves from the second request on. A cold run of short chat prompts on a
+// fresh engine found 16 of about 90 prompt tokens cached a request and was refused as
+// warm. The opening is measured before the run and excluded, whether the engine reports
+// each request's cached tokens or only its counters; a rerun of the same prompts is
+// still refused.
+func TestColdChatOpeningIsNotWarm(t *testing.T) {
+	t.Parallel()
+	src := strings.NewReplacer("api: completions", "api: chat",
+		"prompt_tokens: {dist: uniform, min: 80, max: 160}", "prompt_tokens: {dist: uniform, min: 40, max: 80}").Replace(prefixConfig("cold"))
+	for _, details := range []bool{true, false} {
+		name := map[bool]string{true: "per-request cached tokens", false: "counters only"}[details]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			simURL := startSim(t, sim.Options{Seed: 1, ChatSystemHeader: 25, NoPromptTokensDetails: !details, Faults: sim.Faults{KVBlocks: 1024}})
+			same := testRunner(func() string { return "fixed" })
+			rec := runOnce(t, same, src, simURL)
+			pc, o := rec.Summary.PrefixCache, rec.PrefixCache.Opening
+			if pc.Foreign == nil {
+				t.Fatalf("hits not attributed: %+v", pc)
+			}
+			t.Logf("opening %+v; %.0f of %.0f prompt tokens hit; own %+v, foreign %.0f", o, pc.Hits, pc.Queries, pc.Own, *pc.Foreign)
+			// 25 header tokens, then the user message's 3-token header; the salt's first
+			// four bytes are a token of their own, different in each prompt.
+			if o == nil || o.Method != result.OpeningTokenize || o.Common != 28 || o.BlockSize != 16 || o.Tokens != 16 {
+				t.Fatalf("opening %+v: want 28 common tokens, one block of 16, measured by tokenize", o)
+			}
+			// Every request after the first found the header's block cached.
+			if pc.Hits < 16*20 || pc.HitRate <= result.ColdHitRateMax {
+				t.Fatalf("%.0f of %.0f prompt tokens hit: the header was meant to be served from the cache", pc.Hits, pc.Queries)
+			}
+			wantMethod := map[bool]string{true: result.OwnPerRequest, false: result.OwnBound}[details]
+			if pc.Own == nil || pc.Own.Method != wantMethod || pc.Own.Opening != pc.Hits || *pc.Foreign != 0 {
+				t.Errorf("own %+v, foreign %v: want every hit the opening's, told apart %s", pc.Own, pc.Foreign, wantMethod)
+			}
+			if why := rec.Unfit(); why != "" {
+				t.Errorf("a cold run on a fresh engine refused: %s", why)
+			}
+			warm := runOnce(t, same, src, simURL)
+			why := warm.Unfit()
+			t.Logf("the same prompts again: %s", why)
+			if !strings.Contains(why, "a cold run found") || !strings.Contains(why, "the opening every prompt shares") {
+				t.Errorf("a rerun of the same prompts: unfit %q, want it refused as warm, the opening's part stated", why)
+			}
+		})
+	}
+}

@@ -629,6 +629,11 @@ func (r *Runner) run(ctx context.Context, f *workload.File, w *workload.Workload
 	case w.SharesPrefixes():
 		rec.PrefixCache.Mode = result.PrefixShared
 	}
+	if rec.PrefixCache.Mode == result.PrefixCold {
+		pctx, cancel := r.preflight(ctx)
+		rec.PrefixCache.Opening = MeasureOpening(pctx, client, gen, w, f.Target.API, t.ID)
+		cancel()
+	}
 	if w.PrefixCache.Reset {
 		rec.PrefixCache.Reset = r.resetPrefixCache(ctx, t)
 		if !rec.PrefixCache.Reset.Done {

@@ -158,6 +158,6 @@ func prefixSplit(pc *result.PrefixCacheStats) string {
 	if pc.Own == nil || pc.Foreign == nil || pc.ForeignRate == nil {
 		return ""
 	}
-	return fmt.Sprintf("; of the hits, %.0f tokens the run's own requests had computed (%.0f re-admitted after preemption, %.0f declared shared history; told apart %s) and %.0f they had not (%s of the prompts: the figure a cold run is judged by)",
-		pc.Own.Hits, pc.Own.Readmitted, pc.Own.Declared, pc.Own.Method, *pc.Foreign, pctStr(*pc.ForeignRate))
+	return fmt.Sprintf("; of the hits, %.0f tokens the run's own requests had computed (%.0f re-admitted after preemption, %.0f declared shared history, %.0f the opening every prompt shares; told apart %s) and %.0f they had not (%s of the prompts: the figure a cold run is judged by)",
+		pc.Own.Hits, pc.Own.Readmitted, pc.Own.Declared, pc.Own.Opening, pc.Own.Method, *pc.Foreign, pctStr(*pc.ForeignRate))
 }

@@ -34,7 +34,7 @@ func TestPrefixSplitSaysWhichHitsAreWhose(t *testing.T) {
 	foreign, rate := 611.0, 0.06
 	pc := &result.PrefixCacheStats{HitRate: 0.07, Source: "engine counters", Own: &result.OwnHits{Hits: 12, Readmitted: 12, Method: "per-request"}, Foreign: &foreign, ForeignRate: &rate}
 	got := prefixSplit(pc)
-	for _, want := range []string{"of the hits, 12 tokens the run's own requests had computed (12 re-admitted after preemption, 0 declared shared history; told apart per-request)", "611 they had not (6.0% of the prompts: the figure a cold run is judged by)"} {
+	for _, want := range []string{"of the hits, 12 tokens the run's own requests had computed (12 re-admitted after preemption, 0 declared shared history, 0 the opening every prompt shares; told apart per-request)", "611 they had not (6.0% of the prompts: the figure a cold run is judged by)"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("%q lacks %q", got, want)
 		}

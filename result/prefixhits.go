@@ -11,8 +11,12 @@ package result
 //     the older versions do;
 //   - declared sharing: a turn of a session opens with the history an earlier turn of
 //     the same run computed;
+//   - the opening: what every prompt of the run renders to before its salt (a chat
+//     template's header, the BOS token), measured before the run (PrefixCacheRun.Opening)
+//     in whole KV blocks. The run's first request computes it on a fresh engine, and a
+//     warm engine has it from any earlier request: it says nothing of the cache's state;
 //   - the rest, which a cache warm from before the window gave: a missing salt, a rerun
-//     of the same run id, a shared opening longer than a block.
+//     of the same run id.
 //
 // Only the last can make a cold run measure a warm cache, so it alone is judged
 // (Record.WarmCold).
@@ -25,7 +29,7 @@ const (
 
 var ownMethodText = map[string]string{
 	OwnPerRequest: "by each request's cached_tokens at its first scheduling",
-	OwnBound:      "by bound: the engine gave no per-request cached_tokens, so the most that the window's preemptions and the declared history could explain was counted as the run's own",
+	OwnBound:      "by bound: the engine gave no per-request cached_tokens, so the most that the window's preemptions, the declared history and the shared opening could explain was counted as the run's own",
 }
 
 // AttributePrefixHits splits the window's prefix-cache hits of a cold run into the run's
@@ -52,7 +56,11 @@ func AttributePrefixHits(rec *Record) {
 	if k := rec.Summary.KVConcurrency; k != nil && k.BlockSize > 0 {
 		block = k.BlockSize
 	}
-	var prompts, cachedSum, declaredHits, declaredMax float64
+	opening := 0
+	if o := rec.PrefixCache.Opening; o != nil {
+		opening = o.Tokens
+	}
+	var prompts, cachedSum, declaredHits, declaredMax, openingHits, openingMax float64
 	answered, reported, maxCtx := 0, 0, 0
 	for i := range rec.Requests {
 		q := &rec.Requests[i]
@@ -61,6 +69,12 @@ func AttributePrefixHits(rec *Record) {
 			decl = q.HistoryTokens / block * block
 		}
 		declaredMax += float64(decl)
+		// The opening is inside a turn's history: only what it adds beyond that counts.
+		open := max(decl, opening)
+		if q.PromptTokens > 0 {
+			open = min(open, q.PromptTokens)
+		}
+		openingMax += float64(max(open-decl, 0))
 		prompts += float64(q.PromptTokens)
 		maxCtx = max(maxCtx, (q.PromptTokens+q.OutputTokens)/block*block)
 		if !q.NoUsage && q.PromptTokens > 0 {
@@ -71,6 +85,7 @@ func AttributePrefixHits(rec *Record) {
 			c := float64(*q.CachedTokens)
 			cachedSum += c
 			declaredHits += min(c, float64(decl))
+			openingHits += max(min(c, float64(open))-min(c, float64(decl)), 0)
 		}
 	}
 	bound := 0.0
@@ -83,13 +98,15 @@ func AttributePrefixHits(rec *Record) {
 		own.Method = OwnPerRequest
 		first := min(cachedSum, hits)
 		own.Declared = min(declaredHits, first)
+		own.Opening = min(openingHits, first-own.Declared)
 		own.Readmitted = min(hits-first, bound)
 	} else {
 		own.Method = OwnBound
 		own.Declared = min(declaredMax, hits)
-		own.Readmitted = min(hits-own.Declared, bound)
+		own.Opening = min(openingMax, hits-own.Declared)
+		own.Readmitted = min(hits-own.Declared-own.Opening, bound)
 	}
-	own.Hits = own.Declared + own.Readmitted
+	own.Hits = own.Declared + own.Opening + own.Readmitted
 	foreign := max(hits-own.Hits, 0)
 	denom := prompts
 	if denom <= 0 {

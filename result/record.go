@@ -341,7 +341,8 @@ const (
 const ColdHitRateMax = 0.05
 
 // ColdOpeningTokens is how many tokens of each cold prompt a token-level cache (KV block
-// size 1) may serve on top of ColdHitRateMax: the opening every prompt shares. Against
+// size 1) may serve on top of ColdHitRateMax when the opening every prompt shares was not
+// measured (PrefixCacheRun.Opening; measured, it is excluded exactly instead). Against
 // llama.cpp serving stories260K, two cold runs of 100 requests each saw 3.06 and 3.14
 // tokens a request from the cache (306 and 314 of about 6,265), the first run on a fresh
 // server.
@@ -351,6 +352,35 @@ const ColdOpeningTokens = 4
 type PrefixCacheRun struct {
 	Mode  string      `json:"mode"`            // cold | shared | warm
 	Reset *CacheReset `json:"reset,omitempty"` // nil: no reset asked for
+	// Opening is what every prompt of a cold run shares on this engine; nil when the
+	// run is not cold.
+	Opening *Opening `json:"opening,omitempty"`
+}
+
+// Ways an opening was measured (Opening.Method).
+const (
+	// OpeningTokenize: three of the run's prompts rendered as the engine serves them
+	// (its tokenizer and, for chat, its chat template), their common token prefix.
+	OpeningTokenize = "tokenize"
+	// OpeningNone: not measured (Opening.Detail says why); the cold check then allows
+	// ColdOpeningTokens a request on a token-level cache.
+	OpeningNone = "none"
+)
+
+// Opening is the prompt opening every request of a cold run shares on this engine: what
+// the prompts render to before their salt, such as a chat template's header and the BOS
+// token. The engine's prefix cache serves it to every request after the first however
+// cold the run, so the cold check does not count it (AttributePrefixHits).
+type Opening struct {
+	Method string `json:"method"` // tokenize | none
+	// Common is how many leading tokens the rendered prompts share.
+	Common int `json:"common_tokens"`
+	// BlockSize is the engine's KV block size (1 when it caches single tokens or did not
+	// say), and Tokens is Common in whole blocks: what a prefix cache can serve, since a
+	// block is cached only when full.
+	BlockSize int    `json:"block_size"`
+	Tokens    int    `json:"tokens"`
+	Detail    string `json:"detail,omitempty"`
 }
 
 // CacheReset records the prefix-cache reset asked for before the warm-up (the workload's
@@ -392,6 +422,9 @@ type OwnHits struct {
 	// Declared: hits a request's first admission took from prompt blocks the workload
 	// declares shared with an earlier request of the run (a session's history).
 	Declared float64 `json:"declared"`
+	// Opening: hits a request's first admission took from the opening every prompt of
+	// the run shares (PrefixCacheRun.Opening), beyond its declared history.
+	Opening float64 `json:"opening"`
 	// Method says how the hits were split: "per-request" from each request's
 	// cached_tokens at its first scheduling; "bound" from the preemptions and the
 	// declared history alone, taking as own the most they could explain (the engine
@@ -420,10 +453,12 @@ func (r *Record) WarmCold() string {
 	if !(rate > ColdHitRateMax) {
 		return ""
 	}
-	if k := r.Summary.KVConcurrency; k != nil && k.BlockSize == 1 && queries > 0 {
+	measured := r.PrefixCache.Opening != nil && r.PrefixCache.Opening.Method == OpeningTokenize
+	if k := r.Summary.KVConcurrency; k != nil && k.BlockSize == 1 && queries > 0 && !measured {
 		// A cache of single tokens (llama.cpp) reuses what every prompt opens with,
 		// however unique the rest: the BOS token, the salt's bracket and now and then its
-		// first hex digit. That much per request is not a warm cache.
+		// first hex digit. Where the opening was not measured, that much per request is
+		// not a warm cache.
 		allowed := ColdHitRateMax*queries + ColdOpeningTokens*float64(r.Summary.Requests)
 		if hits <= allowed {
 			return ""
@@ -435,8 +470,8 @@ func (r *Record) WarmCold() string {
 	}
 	what += fmt.Sprintf(" in the engine's prefix cache (%s)", pc.Source)
 	if attributed {
-		what += fmt.Sprintf(" that its own requests did not compute (of %.0f hits, %.0f were re-admissions after preemption and %.0f declared shared history, told apart %s)",
-			pc.Hits, pc.Own.Readmitted, pc.Own.Declared, ownMethodText[pc.Own.Method])
+		what += fmt.Sprintf(" that its own requests did not compute (of %.0f hits, %.0f were re-admissions after preemption, %.0f declared shared history and %.0f the opening every prompt shares, told apart %s)",
+			pc.Hits, pc.Own.Readmitted, pc.Own.Declared, pc.Own.Opening, ownMethodText[pc.Own.Method])
 	}
 	return fmt.Sprintf("a cold run found %s, above the %.0f%% a cold run allows: it measured a warm cache; reset the cache before the run (prefix_cache: {mode: cold, reset: true}) or restart the engine",
 		what, 100*ColdHitRateMax)

@@ -30,6 +30,11 @@ type Options struct {
 	// stream fewer), as speculative decoding does; 0 or 1: one token per chunk when the
 	// client keeps up.
 	TokensPerChunk int
+	// ChatSystemHeader is the length of a default system header the chat template puts
+	// before every conversation, as Llama 3.1's does (about 25 tokens, with today's
+	// date): every chat prompt opens with the same tokens, which the prefix cache serves
+	// from the second request on. 0: none.
+	ChatSystemHeader int
 	// Noise is between-run noise (noise.go); the zero Noise is none.
 	Noise Noise
 	// StartTime is how long Serve takes to start before it accepts a connection, as vLLM
@@ -141,6 +146,7 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.Version, "version", o.Version, "version string reported by /version (default "+DefaultVersion+")")
 	fs.BoolVar(&o.NoPrefixCaching, "no-enable-prefix-caching", o.NoPrefixCaching, "turn the prefix cache off (as vLLM's flag of that name)")
 	fs.BoolVar(&o.NoPromptTokensDetails, "no-prompt-tokens-details", o.NoPromptTokensDetails, "leave usage.prompt_tokens_details (cached tokens at a request's first scheduling) out of responses, as vLLM without --enable-prompt-tokens-details")
+	fs.IntVar(&o.ChatSystemHeader, "chat-system-header", o.ChatSystemHeader, "tokens of a default system header the chat template puts before every conversation (Llama 3.1's is about 25; 0: none)")
 	fs.IntVar(&o.TokensPerChunk, "tokens-per-chunk", o.TokensPerChunk, "tokens in each streamed chunk, as speculative decoding sends them (0 or 1: one per chunk)")
 	fs.Var(rateFlag{&o.Faults.ErrorRate}, "error-rate", "`fraction` of requests answered HTTP 500")
 	fs.Var(rateFlag{&o.Faults.DisconnectRate}, "disconnect-rate", "`fraction` of streams cut mid-stream without [DONE]")
@@ -172,6 +178,9 @@ func (o Options) effective() (Profile, string, error) {
 	}
 	if o.TokensPerChunk < 0 {
 		return Profile{}, "", fmt.Errorf("tokens per chunk %d < 0", o.TokensPerChunk)
+	}
+	if o.ChatSystemHeader < 0 {
+		return Profile{}, "", fmt.Errorf("chat system header %d < 0", o.ChatSystemHeader)
 	}
 	if err := o.Faults.Validate(); err != nil {
 		return p, "", err

@@ -145,7 +145,7 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, "BadRequestError", err.Error())
 			return
 		}
-		ids = chatTokenIDs(msgs)
+		ids = s.chatPromptIDs(msgs)
 	default:
 		writeError(w, http.StatusBadRequest, "BadRequestError", `one of "prompt" or "messages" is required`)
 		return
@@ -177,6 +177,24 @@ func chatTokenIDs(msgs []ChatMessage) []int {
 	header()
 	return ids
 }
+
+// chatPromptIDs are the token ids of a chat prompt as this server's template renders it:
+// the default system header (Options.ChatSystemHeader) where a template has one, then
+// chatTokenIDs.
+func (s *Server) chatPromptIDs(msgs []ChatMessage) []int {
+	n := s.o.ChatSystemHeader
+	if n == 0 {
+		return chatTokenIDs(msgs)
+	}
+	ids := make([]int, n, n+ChatTokens(msgs))
+	for i := range ids {
+		ids[i] = chatSystemHeaderID
+	}
+	return append(ids, chatTokenIDs(msgs)...)
+}
+
+// chatSystemHeaderID is the token id of the default system header's tokens.
+const chatSystemHeaderID = 3
 
 // chatHeaderTokens is the length of a message header; with the end marker it makes
 // ChatOverheadPerMessage, and the reply's header is ChatOverheadFixed.
@@ -328,7 +346,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 			writeError(w, http.StatusBadRequest, "BadRequestError", err.Error())
 			return
 		}
-		ids = chatTokenIDs(msgs)
+		ids = s.chatPromptIDs(msgs)
 	} else {
 		if len(req.Prompt) == 0 {
 			writeError(w, http.StatusBadRequest, "BadRequestError", `"prompt" is required`)
