@@ -26,6 +26,10 @@ type Noise struct {
 	// time of this start is multiplied by exp(SpeedSD·z), z standard normal. 0.03 is a
 	// 3% run-to-run spread.
 	SpeedSD float64
+	// SpeedDF, when above 2, draws the speed factor's z from a Student t with this many
+	// degrees of freedom, scaled to unit variance: the same spread with heavier tails (a
+	// start now and then far slower than the rest). 0: normal.
+	SpeedDF int
 	// Drift is a fixed change of the step time over DriftOver (0.10: steps grow 10%
 	// slower, linearly, over that time); DriftSD adds a drawn one, normal with this
 	// standard deviation. The drift runs from the process start, as a GPU warms.
@@ -70,6 +74,9 @@ func (n Noise) Validate() error {
 	var errs []string
 	if !(n.SpeedSD >= 0 && n.SpeedSD <= 2) {
 		errs = append(errs, fmt.Sprintf("speed sd %v outside [0, 2]", n.SpeedSD))
+	}
+	if n.SpeedDF != 0 && !(n.SpeedDF > 2 && n.SpeedDF <= 1000) {
+		errs = append(errs, fmt.Sprintf("speed degrees of freedom %d outside (2, 1000] (0: normal)", n.SpeedDF))
 	}
 	if !(n.DriftSD >= 0 && n.DriftSD <= 1) {
 		errs = append(errs, fmt.Sprintf("drift sd %v outside [0, 1]", n.DriftSD))
@@ -116,8 +123,18 @@ func (n Noise) Draw(seed int64) *RunNoise {
 	}
 	// Fixed order of draws, so that a preset's level does not change another's values.
 	z, zd := r.NormFloat64(), r.NormFloat64()
-	rn.Speed = math.Exp(n.SpeedSD * z)
 	rn.Drift = n.Drift + n.DriftSD*zd
+	if n.SpeedDF > 2 {
+		// Drawn after the fixed draws, so that the normal model's values do not move.
+		var chi2 float64
+		for range n.SpeedDF {
+			x := r.NormFloat64()
+			chi2 += x * x
+		}
+		df := float64(n.SpeedDF)
+		z *= math.Sqrt((df-2)/df) / math.Sqrt(chi2/df)
+	}
+	rn.Speed = math.Exp(n.SpeedSD * z)
 	rn.nextStall = -1
 	if n.StallEvery > 0 {
 		rn.nextStall = rn.interval()
@@ -185,6 +202,7 @@ func (o *Options) bindNoise(fs *flag.FlagSet) {
 	fs.Var(noiseFlag{&o.Noise, &name}, "noise", "between-run noise `level`: one of "+strings.Join(NoisePresetNames(), ", ")+"; the flags below override its parts (see docs/noise.md)")
 	fs.Int64Var(&o.Noise.Seed, "noise-seed", o.Noise.Seed, "seed of this start's speed factor, drift and stalls (0: drawn from the clock, printed at start)")
 	fs.Float64Var(&o.Noise.SpeedSD, "noise-speed-sd", o.Noise.SpeedSD, "log-sd of the per-start speed factor (0.03: 3% between runs)")
+	fs.IntVar(&o.Noise.SpeedDF, "noise-speed-df", o.Noise.SpeedDF, "draw the speed factor's log from a Student t with this many degrees of freedom (> 2), scaled to the same spread: heavier tails (0: normal)")
 	fs.Float64Var(&o.Noise.Drift, "noise-drift", o.Noise.Drift, "fixed change of step time over --noise-drift-over (0.1: 10% slower)")
 	fs.Float64Var(&o.Noise.DriftSD, "noise-drift-sd", o.Noise.DriftSD, "sd of a drawn drift over --noise-drift-over")
 	fs.DurationVar(&o.Noise.DriftOver, "noise-drift-over", o.Noise.DriftOver, "the time a drift is stated over (default 10m)")

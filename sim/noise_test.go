@@ -102,3 +102,34 @@ func TestNoiseScalesSteps(t *testing.T) {
 		t.Fatalf("step ratio %.3f, want the speed ratio %.3f", got, want)
 	}
 }
+
+// SpeedDF keeps the speed factor's spread and fattens its tails: over 20,000 starts the
+// log-sd stays near SpeedSD while far more starts land beyond three of it; SpeedDF 2 or
+// less is refused (a t of 2 df has no variance to scale).
+func TestNoiseSpeedDFHasHeavierTails(t *testing.T) {
+	stats := func(n Noise) (sd, beyond3 float64) {
+		var ss float64
+		for i := range 20000 {
+			x := math.Log(n.Draw(int64(i + 1)).Speed)
+			ss += x * x
+			if math.Abs(x) > 3*n.SpeedSD {
+				beyond3++
+			}
+		}
+		return math.Sqrt(ss / 20000), beyond3 / 20000
+	}
+	nsd, ntail := stats(Noise{SpeedSD: 0.1})
+	tsd, ttail := stats(Noise{SpeedSD: 0.1, SpeedDF: 3})
+	t.Logf("normal: log-sd %.4f, %.2f%% beyond 3 sd; t3: log-sd %.4f, %.2f%%", nsd, 100*ntail, tsd, 100*ttail)
+	if math.Abs(nsd-0.1) > 0.005 || math.Abs(tsd-0.1) > 0.02 {
+		t.Errorf("log-sd normal %.4f, t3 %.4f: want both near 0.1", nsd, tsd)
+	}
+	if !(ttail > 3*ntail) {
+		t.Errorf("beyond 3 sd: t3 %.4f, normal %.4f: want the t's tails at least three times as heavy", ttail, ntail)
+	}
+	for _, df := range []int{1, 2, -1} {
+		if err := (Noise{SpeedSD: 0.1, SpeedDF: df}).Validate(); err == nil {
+			t.Errorf("SpeedDF %d accepted", df)
+		}
+	}
+}
