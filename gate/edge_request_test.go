@@ -244,3 +244,114 @@ func TestNoiseEdgePerRequest(t *testing.T) {
 		})
 	}
 }
+
+// requestABBlocks is an A/B job's blocks as per-request runs: 8 blocks laid out ABBAABBA,
+// each on an engine start of its own (restarted), the candidate's made by spec.
+const requestABBlocks = 8
+
+func requestABJob(f *workload.File, noise sim.Noise, seed uint64, spec gatetest.Spec) []*result.Record {
+	layout := Layout(requestABBlocks)
+	var blocks []*result.Record
+	for k := range requestABBlocks {
+		sp, side := gatetest.Spec{}, result.SideBaseline
+		if layout[k] == 'B' {
+			sp, side = spec, result.SideCandidate
+		}
+		s := seed + uint64(k)
+		sp.Trial, sp.Requests, sp.OutputTokens, sp.Noise, sp.NoiseSeed = k+1, requestRunRequests, requestRunTokens, noise, int64(s)
+		r := rec(f, s, sp)
+		r.AB = &result.ABBlock{Side: side, Block: k + 1, Blocks: requestABBlocks, Layout: layout, Restarted: true}
+		blocks = append(blocks, r)
+	}
+	return blocks
+}
+
+// judgeRequestAB gives the verdict of rule on an A/B job's blocks through EvaluateAB and through
+// the summary function on the same runs: stats.CompareBlocks on each block's value at
+// its place, with each side's requests pooled for the sampling floor.
+//
+// control is CompareBlocks with the blocks taken at the places of an AAAABBBB layout, as
+// a gate that lost the job's order would: the drift it takes out then moves the ratio.
+func judgeRequestAB(t *testing.T, f *workload.File, rule workload.Rule, blocks []*result.Record) (product, summary, control stats.Verdict) {
+	res, err := EvaluateAB(f, blocks, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := metric(t, res.Workloads[0], rule.Metric)
+	d, err := lookupMetric(rule.Metric)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sb []stats.Block
+	var pooled [2]result.Record
+	for k, r := range blocks {
+		cand := r.AB.Side == result.SideCandidate
+		sb = append(sb, stats.Block{Candidate: cand, At: float64(k), Metric: d.build(runOf(r))})
+		p := &pooled[b2i(cand)]
+		if p.Requests == nil {
+			*p = *r
+			p.Requests = nil
+		}
+		p.Requests = append(p.Requests, r.Requests...)
+	}
+	dir, _ := parseDirection(rule.Direction)
+	g := f.Gate
+	pol := stats.Policy{Direction: dir, Tolerance: rule.Tolerance, Resamples: g.Resamples, Confidence: g.Confidence, Seed: uint64(g.Seed)}
+	pb, pc := d.build(runOf(&pooled[0])), d.build(runOf(&pooled[1]))
+	r, _ := stats.CompareBlocks(sb, pb, pc, pol)
+	var lost []stats.Block
+	for _, cand := range []bool{false, true} {
+		for _, b := range sb {
+			if b.Candidate == cand {
+				b.At = float64(len(lost))
+				lost = append(lost, b)
+			}
+		}
+	}
+	ctl, _ := stats.CompareBlocks(lost, pb, pc, pol)
+	return m.Verdict, r.Verdict, ctl.Verdict
+}
+
+// TestNoiseEdgePerRequestAB drives the fixed A/B rule through EvaluateAB on simulated
+// requests: 100 jobs of 8 blocks (each block on its own engine start) whose candidate
+// is at the edge of an itl_p99 rule, under each noise model. On every job the verdict
+// must be the one stats.CompareBlocks gives on the same blocks, and at most 8 of 100
+// may fail. A control that takes the blocks out of their order must differ on some.
+func TestNoiseEdgePerRequestAB(t *testing.T) {
+	waittest.ManyTrials(t)
+	f := testConfig([]workload.Rule{requestRule})
+	for mi, m := range requestModels {
+		t.Run(m.name, func(t *testing.T) {
+			var mu sync.Mutex
+			fails, differ, controlDiffers := 0, 0, 0
+			inParallel(requestEdgeTrials, func(i int) {
+				blocks := requestABJob(f, m.noise, uint64(8_000_000+mi*100_000+i*100), requestEdge)
+				product, summary, control := judgeRequestAB(t, f, requestRule, blocks)
+				mu.Lock()
+				defer mu.Unlock()
+				if product != control {
+					controlDiffers++
+				}
+				if product == Fail {
+					fails++
+				}
+				if product != summary {
+					differ++
+					if differ <= 3 {
+						t.Errorf("job %d: EvaluateAB said %s, CompareBlocks %s on the same blocks", i, product, summary)
+					}
+				}
+			})
+			t.Logf("| fixed A/B, %d blocks on their own starts | %s | %d/%d | control differs in %d |", requestABBlocks, m.name, fails, requestEdgeTrials, controlDiffers)
+			if controlDiffers == 0 {
+				t.Errorf("CompareBlocks on the blocks out of their order agreed with EvaluateAB on every job: the comparison cannot tell the order apart")
+			}
+			if differ > 0 {
+				t.Errorf("EvaluateAB's verdict differs from CompareBlocks' in %d of %d jobs", differ, requestEdgeTrials)
+			}
+			if fails > requestEdgeMaxFails {
+				t.Errorf("at the edge %d of %d jobs failed, want at most %d", fails, requestEdgeTrials, requestEdgeMaxFails)
+			}
+		})
+	}
+}
