@@ -55,12 +55,14 @@ type Client struct {
 	completionsURL string
 	chatURL        string
 	tokenizeURL    string
-	model          string
-	apiKey         string
-	auth           []string // Authorization header value, shared read-only
-	epoch          time.Time
-	maxLine        int
-	maxBody        int64
+	// applyTemplateURL is llama.cpp's chat-template rendering (PromptTokenIDs).
+	applyTemplateURL string
+	model            string
+	apiKey           string
+	auth             []string // Authorization header value, shared read-only
+	epoch            time.Time
+	maxLine          int
+	maxBody          int64
 
 	extra     []byte // ExtraBody members without braces, "" when none
 	overrides uint16 // standard members (body* bits) that extra replaces
@@ -107,6 +109,7 @@ func NewClient(o ClientOptions) *Client {
 	c.completionsURL = base + "/v1/completions"
 	c.chatURL = base + "/v1/chat/completions"
 	c.tokenizeURL = base + "/tokenize"
+	c.applyTemplateURL = base + "/apply-template"
 	if o.APIKey != "" {
 		c.auth = []string{"Bearer " + o.APIKey}
 	}

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 )
 
 // tokenizeTimeout bounds one tokenize call, answer included: an engine that accepts the
@@ -162,21 +161,17 @@ func (c *Client) PromptTokenIDs(ctx context.Context, api, prompt string) ([]int,
 	default:
 		text := prompt
 		if api == APIChat {
-			url := strings.TrimSuffix(c.tokenizeURL, "/tokenize") + "/apply-template"
 			tb := append([]byte(`{"messages":[{"role":"user","content":`), appendJSONString(nil, prompt)...)
 			tb = append(tb, "}]}"...)
-			b, miss, err := c.post(ctx, url, tb)
+			b, err := c.postHelper(ctx, c.applyTemplateURL, tb)
 			if err != nil {
-				if miss != "" {
-					err = fmt.Errorf("%w: %v", ErrNoTokenizer, err)
-				}
 				return nil, err
 			}
 			var out struct {
 				Prompt *string `json:"prompt"`
 			}
 			if err := json.Unmarshal(b, &out); err != nil || out.Prompt == nil {
-				return nil, fmt.Errorf("POST %s: the answer has no \"prompt\" string: %s", url, stripDetail(string(b[:min(len(b), 200)]), 200))
+				return nil, fmt.Errorf("POST %s: the answer has no \"prompt\" string: %s", c.applyTemplateURL, stripDetail(string(b[:min(len(b), 200)]), 200))
 			}
 			text = *out.Prompt
 		}
@@ -184,11 +179,8 @@ func (c *Client) PromptTokenIDs(ctx context.Context, api, prompt string) ([]int,
 		body = appendJSONString(body, text)
 		body = append(body, `,"add_special":true,"parse_special":true}`...)
 	}
-	b, miss, err := c.post(ctx, c.tokenizeURL, body)
+	b, err := c.postHelper(ctx, c.tokenizeURL, body)
 	if err != nil {
-		if miss != "" {
-			err = fmt.Errorf("%w: %v", ErrNoTokenizer, err)
-		}
 		return nil, err
 	}
 	ids, err := parseTokenIDs(b)
@@ -196,6 +188,16 @@ func (c *Client) PromptTokenIDs(ctx context.Context, api, prompt string) ([]int,
 		return nil, fmt.Errorf("POST %s: %w", c.tokenizeURL, err)
 	}
 	return ids, nil
+}
+
+// postHelper is post for PromptTokenIDs: an endpoint the engine does not have (or a
+// request shape it refuses) is ErrNoTokenizer.
+func (c *Client) postHelper(ctx context.Context, url string, body []byte) ([]byte, error) {
+	b, miss, err := c.post(ctx, url, body)
+	if err != nil && miss != "" {
+		err = fmt.Errorf("%w: %v", ErrNoTokenizer, err)
+	}
+	return b, err
 }
 
 // parseTokenIDs reads the ids of a tokenize answer: {"tokens": [ids]}, or llama.cpp's

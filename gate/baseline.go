@@ -321,7 +321,7 @@ func columnsOf(rec *result.Record) Columns {
 		ok[i], met[i] = bit(q.OK()), bit(q.OK() && q.SLOMet)
 		if q.OK() {
 			c.ITL[i] = encodeSketch(q.ITLUS)
-			if tok := result.TokenGaps(q); slices.Equal(tok, q.ITLUS) {
+			if tok, same := result.TokenGaps(q); same {
 				c.ITLToken[i] = SameAsITL
 			} else {
 				c.ITLToken[i] = encodeSketch(tok)
@@ -388,7 +388,11 @@ func runOf(rec *result.Record) *run {
 		r.ok[i], r.met[i] = q.OK(), q.OK() && q.SLOMet
 		if q.OK() {
 			r.itl[i] = quantizeGaps(q.ITLUS)
-			r.itlTok[i] = quantizeGaps(result.TokenGaps(q))
+			if tok, same := result.TokenGaps(q); same {
+				r.itlTok[i] = r.itl[i] // as a baseline's SameAsITL decodes
+			} else {
+				r.itlTok[i] = quantizeGaps(tok)
+			}
 		}
 	}
 	return r

@@ -104,9 +104,7 @@ func (tr requestTrial) judge(t *testing.T, f *workload.File, rule workload.Rule)
 		}
 		return ms
 	}
-	dir, _ := parseDirection(rule.Direction)
-	g := f.Gate
-	pol := stats.Policy{Direction: dir, Tolerance: rule.Tolerance, Resamples: g.Resamples, Confidence: g.Confidence, Seed: uint64(g.Seed)}
+	pol := rulePolicy(rule, d, f.Gate)
 	bs, whyB := stats.Summarise(build(tr.cal), pol, stats.StreamBaseline)
 	cs, whyC := stats.Summarise(build(cand), pol, stats.StreamCandidate)
 	if whyB != "" || whyC != "" {
@@ -149,7 +147,7 @@ func (tr requestTrial) judge(t *testing.T, f *workload.File, rule workload.Rule)
 		runs[n-1].RepeatStop = st
 		seq := seqVerdicts{
 			product: metric(t, evaluate(t, seqF, store, runs...).Workloads[0], rule.Metric).Verdict,
-			summary: stats.Judge(dir, rule.Tolerance, p, lo, hi),
+			summary: stats.Judge(pol.Direction, rule.Tolerance, p, lo, hi),
 			runs:    n,
 		}
 		return m.Verdict, res.Verdict, ctl.Verdict, math.Sqrt(cs.Within * float64(cs.Runs)), sp.Between(), seq
@@ -294,9 +292,7 @@ func judgeRequestAB(t *testing.T, f *workload.File, rule workload.Rule, blocks [
 		}
 		p.Requests = append(p.Requests, r.Requests...)
 	}
-	dir, _ := parseDirection(rule.Direction)
-	g := f.Gate
-	pol := stats.Policy{Direction: dir, Tolerance: rule.Tolerance, Resamples: g.Resamples, Confidence: g.Confidence, Seed: uint64(g.Seed)}
+	pol := rulePolicy(rule, d, f.Gate)
 	pb, pc := d.build(runOf(&pooled[0])), d.build(runOf(&pooled[1]))
 	r, _ := stats.CompareBlocks(sb, pb, pc, pol)
 	var lost []stats.Block

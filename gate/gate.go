@@ -702,7 +702,7 @@ func evalRule(rule workload.Rule, def metricDef, base, cand []*run, cal *Calibra
 	if def.kind == kindStart {
 		return evalStart(rule, def, base, cand, g)
 	}
-	m, absolute, relative, dir := ruleStart(rule, def)
+	m, absolute, relative, _ := ruleStart(rule, def)
 	if v, why, lacking := missingData(def, base, cand); lacking {
 		m.Verdict, m.Warnings = v, append(m.Warnings, why)
 		return m, true
@@ -751,7 +751,7 @@ func evalRule(rule workload.Rule, def metricDef, base, cand []*run, cal *Calibra
 	}
 
 	if relative && base != nil {
-		pol := stats.Policy{Direction: dir, Tolerance: rule.Tolerance, Resamples: g.Resamples, Confidence: g.Confidence, Seed: uint64(g.Seed)}
+		pol := rulePolicy(rule, def, g)
 		baseVal := medianOf(bv)
 		switch {
 		case def.kind == kindExact && math.IsNaN(candVal) && math.IsNaN(baseVal):
@@ -952,6 +952,11 @@ func ruleDefs(cfg *workload.File) ([]workload.Rule, []metricDef, error) {
 
 // ruleDirection is the direction rule judges def's metric in: the rule's own where it
 // gives one (ruleDefs has checked it), else the metric's natural one.
+// rulePolicy is the policy that judges rule on def's metric under the gate's settings.
+func rulePolicy(rule workload.Rule, def metricDef, g workload.GateConfig) stats.Policy {
+	return stats.Policy{Direction: ruleDirection(rule, def), Tolerance: rule.Tolerance, Resamples: g.Resamples, Confidence: g.Confidence, Seed: uint64(g.Seed)}
+}
+
 func ruleDirection(rule workload.Rule, def metricDef) stats.Direction {
 	if rule.Direction == "" {
 		return def.natural

@@ -589,6 +589,16 @@ func BenchmarkGate(b *testing.B) {
 	}
 }
 
+// BenchmarkRunOf is preparing one record of 500 requests for the gate: each request's
+// chunk gaps and per-token intervals, kept once where every chunk carried one token.
+func BenchmarkRunOf(b *testing.B) {
+	rec := gatetest.Record(1, gatetest.Spec{Requests: 500})
+	b.ReportAllocs()
+	for b.Loop() {
+		runOf(rec)
+	}
+}
+
 // TestFamilyStatesTheJobsFalseFailRate: gate.json says how many rules were judged by an
 // interval and the job's false-fail bound over them; an exact rule, an absolute limit and
 // a job with no baseline count none.

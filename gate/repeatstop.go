@@ -121,7 +121,7 @@ func repeatsSequence(rule workload.Rule, def metricDef, base, cand []*run, cal *
 	if ms == nil {
 		return 0, 0, 0, stats.Undecided, false
 	}
-	pol := stats.Policy{Direction: ruleDirection(rule, def), Tolerance: rule.Tolerance, Resamples: g.Resamples, Confidence: g.Confidence, Seed: uint64(g.Seed)}
+	pol := rulePolicy(rule, def, g)
 	bms := make([]stats.Metric, len(base))
 	for i, r := range base {
 		bms[i] = def.build(r)

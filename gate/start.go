@@ -48,7 +48,7 @@ func mean(vs []float64) float64 {
 // more, and the ratio alone (no interval, said so) when a side has one.
 // It is not judged (false) when nothing applies: a relative rule without a baseline.
 func evalStart(rule workload.Rule, def metricDef, base, cand []*run, g workload.GateConfig) (MetricResult, bool) {
-	m, absolute, relative, dir := ruleStart(rule, def)
+	m, absolute, relative, _ := ruleStart(rule, def)
 	cv, cstarts := startValues(def, cand)
 	if len(cv) == 0 {
 		why := "slogate did not start this run's engine: " + rule.Metric + " is measured only on a start of target.start"
@@ -67,7 +67,7 @@ func evalStart(rule workload.Rule, def metricDef, base, cand []*run, g workload.
 	var verdicts []Verdict
 	if relative && base != nil {
 		bv, _ := startValues(def, base)
-		pol := stats.Policy{Direction: dir, Tolerance: rule.Tolerance, Resamples: g.Resamples, Confidence: g.Confidence, Seed: uint64(g.Seed)}
+		pol := rulePolicy(rule, def, g)
 		switch {
 		case len(bv) == 0:
 			verdicts = append(verdicts, Warn)

@@ -599,7 +599,7 @@ func (r *Runner) run(ctx context.Context, f *workload.File, w *workload.Workload
 		return rec
 	}
 	gen.SetRunID(rec.RunID)
-	if t.ID.Engine != engine.EngineVLLM && t.ID.Engine != engine.EngineLlamaCpp && t.ID.Engine != engine.EngineSim {
+	if !hasTokenizer(t.ID.Engine) {
 		rec.Notes = append(rec.Notes, fmt.Sprintf("prompt lengths use the estimate of %.1f characters per token: %s has no tokenize endpoint", workload.DefaultCharsPerToken, t.ID.Engine))
 	} else {
 		pctx, cancel := r.preflight(ctx)

@@ -33,7 +33,7 @@ func MeasureOpening(ctx context.Context, rr PromptRenderer, gen *workload.Genera
 	switch {
 	case w.Sessions != nil:
 		return none("a session workload's prompts are built turn by turn; the opening is not measured")
-	case id.Engine != engine.EngineVLLM && id.Engine != engine.EngineLlamaCpp && id.Engine != engine.EngineSim:
+	case !hasTokenizer(id.Engine):
 		return none(fmt.Sprintf("%s cannot render a prompt as it serves it (no tokenize endpoint)", id.Engine))
 	}
 	var common []int
@@ -53,4 +53,10 @@ func MeasureOpening(ctx context.Context, rr PromptRenderer, gen *workload.Genera
 		common = common[:n]
 	}
 	return &result.Opening{Method: result.OpeningTokenize, Common: len(common), BlockSize: block, Tokens: len(common) / block * block}
+}
+
+// hasTokenizer says whether an engine answers POST /tokenize (engine.Client.CountTokens
+// and PromptTokenIDs): vLLM (and SGLang, detected as it), llama.cpp and the simulator.
+func hasTokenizer(name string) bool {
+	return name == engine.EngineVLLM || name == engine.EngineLlamaCpp || name == engine.EngineSim
 }

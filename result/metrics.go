@@ -62,17 +62,16 @@ func (r *Request) TPOTUS() (float64, bool) {
 	return float64(r.LastUS-r.FirstUS) / float64(after), true
 }
 
-// firstChunkTokens is how many tokens r's first chunk carried, as tokenGaps counts them:
-// the server's count, else output_tokens / chunks where chunks carried several tokens,
-// else 1.
+// firstChunkTokens is how many tokens r's first chunk carried, as tokenGaps counts them
+// (chunking): the server's count, else output_tokens / chunks, else 1.
 func (r *Request) firstChunkTokens() int {
-	switch {
-	case len(r.ChunkTokens) == r.Chunks && r.Chunks > 0:
+	switch how, k := r.chunking(); how {
+	case tokensKnown:
 		return max(r.ChunkTokens[0], 1)
-	case r.NoUsage || r.UsageFlag != "" || r.Chunks == 0 || float64(r.OutputTokens) < InferTokensPerChunk*float64(r.Chunks):
-		return 1
+	case tokensInferred:
+		return max(int(math.Round(k)), 1)
 	}
-	return max(int(math.Round(float64(r.OutputTokens)/float64(r.Chunks))), 1)
+	return 1
 }
 
 // Judge sets r.SLOMet: whether r succeeded and met every target in slo, each judged on the
@@ -353,28 +352,56 @@ func perTokenITL(r *Request, d *Distribution) int {
 	return tokenGaps(r, func(gap, n int64) { d.RecordN(gap, n) })
 }
 
+// chunking says how the tokens of r's chunks are known (perTokenITL's rule): the
+// server's per-chunk counts (tokensKnown), output_tokens / chunks = k (tokensInferred),
+// or one a chunk (tokensOne).
+func (r *Request) chunking() (how int, k float64) {
+	switch {
+	case len(r.ChunkTokens) == r.Chunks && r.Chunks > 0:
+		return tokensKnown, 0
+	case r.NoUsage || r.UsageFlag != "" || r.Chunks == 0 || float64(r.OutputTokens) < InferTokensPerChunk*float64(r.Chunks):
+		return tokensOne, 1
+	}
+	return tokensInferred, float64(r.OutputTokens) / float64(r.Chunks)
+}
+
+// oneTokenAChunk says whether every chunk of r carried one token (by chunking), so that
+// its per-token intervals are its chunk gaps.
+func (r *Request) oneTokenAChunk() bool {
+	switch how, _ := r.chunking(); how {
+	case tokensKnown:
+		for _, k := range r.ChunkTokens {
+			if k > 1 {
+				return false
+			}
+		}
+		return true
+	case tokensOne:
+		return true
+	}
+	return false
+}
+
 // tokenGaps gives each of r's per-token intervals to emit as (gap, n): n tokens of gap
 // µs each (perTokenITL's rule), and says how it knew the tokens of each chunk.
 func tokenGaps(r *Request, emit func(gap, n int64)) int {
-	if len(r.ChunkTokens) == r.Chunks && r.Chunks > 0 {
-		multi := r.ChunkTokens[0] > 1
+	how, k := r.chunking()
+	switch how {
+	case tokensKnown:
 		for i, g := range r.ITLUS {
 			k := max(int64(r.ChunkTokens[i+1]), 1)
-			multi = multi || k > 1
 			emit((g+k/2)/k, k)
 		}
-		if multi {
-			return tokensKnown
+		if r.oneTokenAChunk() {
+			return tokensOne
 		}
-		return tokensOne
-	}
-	if r.NoUsage || r.UsageFlag != "" || r.Chunks == 0 || float64(r.OutputTokens) < InferTokensPerChunk*float64(r.Chunks) {
+		return tokensKnown
+	case tokensOne:
 		for _, g := range r.ITLUS {
 			emit(g, 1)
 		}
 		return tokensOne
 	}
-	k := float64(r.OutputTokens) / float64(r.Chunks)
 	n := max(int64(math.Round(k)), 1)
 	for _, g := range r.ITLUS {
 		emit(int64(math.Round(float64(g)/k)), n)
@@ -384,14 +411,18 @@ func tokenGaps(r *Request, emit func(gap, n int64)) int {
 
 // TokenGaps are r's per-token intervals in µs, one per token after the first chunk: the
 // gap before a chunk of k tokens, k times, as gap / k (Summary.ITLTokenms pools them).
-func TokenGaps(r *Request) []int64 {
-	var out []int64
+// Where every chunk carried one token they are the chunk gaps, and TokenGaps returns
+// r.ITLUS itself with same true: a caller that keeps both keeps them once.
+func TokenGaps(r *Request) (gaps []int64, same bool) {
+	if r.oneTokenAChunk() {
+		return r.ITLUS, true
+	}
 	tokenGaps(r, func(gap, n int64) {
 		for range n {
-			out = append(out, gap)
+			gaps = append(gaps, gap)
 		}
 	})
-	return out
+	return gaps, false
 }
 
 func ratio(a, b int) float64 {
