@@ -12,11 +12,13 @@ import (
 
 // budgetRules are rules a normal job's size decides: means, not tails (a p99 over 40
 // requests rests on too thin a tail to pass, and says so), with tolerances the
-// simulator's noise on a shared machine does not reach.
+// simulator's noise on a shared machine does not reach. TTFT is the noisiest: under the
+// race suite a 4-block job's ttft_mean read ±61% twice in a row (TTFTs of about 20 ms
+// that a host stall of 10 ms moves by half).
 const budgetRules = `gate:
   rules:
     goodput: {direction: higher, tolerance: 10%}
-    ttft_mean: {direction: lower, tolerance: 50%}
+    ttft_mean: {direction: lower, tolerance: 100%}
     itl_mean: {direction: lower, tolerance: 50%}
     error_rate: {max: 5%}
 `
@@ -59,9 +61,9 @@ func TestWarningBudget(t *testing.T) {
 		}
 		code, res, out, md := job()
 		// Four blocks on a machine shared with the rest of the suite: once a stall in one
-		// block spread ttft_mean's interval to [0.40, 1.84], undecided against ±50%. The
-		// job said so (exit 4); this test counts the warnings of a passing job, so it
-		// runs once more.
+		// block spread ttft_mean's interval to [0.40, 1.84], undecided against the ±50%
+		// it then had. The job said so (exit 4); this test counts the warnings of a
+		// passing job, so it runs once more.
 		if res.Verdict != gate.Pass {
 			t.Logf("the A/A job was %s (exit %d): once more\n%s", res.Verdict, code, out)
 			code, res, out, md = job()
