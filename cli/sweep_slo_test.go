@@ -111,6 +111,12 @@ workloads:
 		if err != nil {
 			t.Fatalf("exit %d: %v", code, err)
 		}
+		// A step of 50 requests at 50 req/s lasts 1 s; under the race suite its latency
+		// once spread by 107 ms, and the sweep refused the step as too short to show its
+		// pace (exit 2), as it must on so loaded a machine. Twice in a row fails.
+		if code == ExitBadInput && strings.Contains(out.String(), "too short to show whether the engine kept up") {
+			return "a step's latency spread too wide to show its pace (exit 2)"
+		}
 		return clientLimited(t, code, sw)
 	})
 	if code != ExitOK || sw.MaxSustainableRPS == nil || *sw.MaxSustainableRPS != 50 || sw.Bound != result.BoundMaxRate {
