@@ -140,14 +140,7 @@ func evalBlocks(rule workload.Rule, def metricDef, blocks []abBlock, basePol sta
 	jb, jc, pb, pc := ps.base, ps.cand, ps.bStat, ps.cStat
 	pol := basePol
 	pol.Direction, pol.Tolerance = dir, rule.Tolerance
-	conf := cmp.Or(pol.Confidence, stats.DefaultConfidence)
-	seq := !stop.judgedFixedAt(len(blocks))
-	if stop.Sequential() && !seq {
-		pol.Confidence = stop.FinalConfidence(conf) // the job's stopped.why says so
-	}
-	if seq {
-		pol.Confidence = stop.SeqConfidence(conf)
-	}
+	pol, seq := stop.judgePolicy(pol, len(blocks))
 	var verdicts []Verdict
 	if isRelative(rule) {
 		r, nz := stats.CompareBlocksShared(sb, pb, pc, pol, sp.shared())

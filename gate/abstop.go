@@ -105,6 +105,22 @@ func (s ABStop) FinalConfidence(conf float64) float64 {
 	return 1 - (1-conf)*s.FinalShare
 }
 
+// judgePolicy is the policy that judges a job that ended after n blocks under s, from
+// pol at the job's confidence: the sequences' share of the error rate when the sequence
+// judges it (seq), else the fixed interval's (the whole rate, or a sequential job's
+// final share at its maximum).
+func (s ABStop) judgePolicy(pol stats.Policy, n int) (_ stats.Policy, seq bool) {
+	conf := cmp.Or(pol.Confidence, stats.DefaultConfidence)
+	seq = !s.judgedFixedAt(n)
+	switch {
+	case seq:
+		pol.Confidence = s.SeqConfidence(conf)
+	case s.Sequential():
+		pol.Confidence = s.FinalConfidence(conf) // the job's stopped.why says so
+	}
+	return pol, seq
+}
+
 // judgedFixedAt says whether a job of n blocks under s is judged by the fixed interval:
 // a fixed job always, a sequential one with a final share when it reached its maximum.
 func (s ABStop) judgedFixedAt(n int) bool {
@@ -187,20 +203,16 @@ func lookBlocks(rules []workload.Rule, defs []metricDef, ab []abBlock, confidenc
 		if parts != nil {
 			sp = parts[i]
 		}
-		sb, pol := blocksOf(def, ab), seqPolicy(rule, def, stop.SeqConfidence(confidence))
-		dec := sequentialDecision(sb, pol, sp)
-		switch dec {
+		l := lookRule(blocksOf(def, ab), seqPolicy(rule, def, confidence), sp.shared(), stop)
+		switch l.dec {
 		case stats.DecidedFail:
 			failed = append(failed, rule.Metric)
 		case stats.DecidedPass, stats.DecidedImproved:
 			decided = append(decided, rule.Metric)
 		default:
 			open++
-			if stop.FutilityFrom > 0 && len(ab) >= stop.FutilityFrom {
-				f, hw, power, ok := stats.Futile(sb, pol, sp.shared(), stop.MaxBlocks/2, stop.FinalConfidence(confidence))
-				if ok && f {
-					futile = append(futile, fmt.Sprintf("%s (±%.1f%% at %d blocks against its %s: %s likely beyond it)", rule.Metric, 100*math.Expm1(hw), stop.MaxBlocks, pctText(rule.Tolerance), chanceText(power)))
-				}
+			if l.futile {
+				futile = append(futile, fmt.Sprintf("%s (±%.1f%% at %d blocks against its %s: %s likely beyond it)", rule.Metric, 100*math.Expm1(l.hw), stop.MaxBlocks, pctText(rule.Tolerance), chanceText(l.power)))
 			}
 		}
 	}
@@ -213,6 +225,32 @@ func lookBlocks(rules []workload.Rule, defs []metricDef, ab []abBlock, confidenc
 		return StopFutile, "no rule is likely to leave its tolerance by the maximum at the noise seen: " + strings.Join(futile, ", ")
 	}
 	return "", ""
+}
+
+// ruleLook is one look at one rule's blocks: its sequence's decision, and for an
+// undecided rule from the futility block on whether it is futile, with the forecast's
+// half-width (of the log ratio) at the maximum and its chance of a decision beyond the
+// tolerance.
+type ruleLook struct {
+	dec       stats.Decision
+	futile    bool
+	hw, power float64
+}
+
+// lookRule looks at one rule's blocks so far (sb, in order) under stop: the pairs'
+// confidence sequence at the sequences' share of pol's confidence (the job's), with the
+// part sh that the blocks cannot see, and from stop.FutilityFrom the futility forecast
+// (stats.Futile). lookBlocks calls it for every gated rule; the noise simulations call
+// it on the blocks they draw.
+func lookRule(sb []stats.Block, pol stats.Policy, sh stats.Shared, stop ABStop) ruleLook {
+	conf := cmp.Or(pol.Confidence, stats.DefaultConfidence)
+	pol.Confidence = stop.SeqConfidence(conf)
+	l := ruleLook{dec: sequentialDecision(sb, pol, sh)}
+	if l.dec == stats.Undecided && stop.FutilityFrom > 0 && len(sb) >= stop.FutilityFrom {
+		f, hw, power, ok := stats.Futile(sb, pol, sh, stop.MaxBlocks/2, stop.FinalConfidence(conf))
+		l.futile, l.hw, l.power = ok && f, hw, power
+	}
+	return l
 }
 
 // chanceText writes a futility forecast's chance for a reader: "3.2%", "under 0.1%".
@@ -234,8 +272,8 @@ func isRelative(rule workload.Rule) bool {
 	return rule.Direction != "" || rule.Tolerance > 0 || (rule.Max == nil && rule.Min == nil)
 }
 
-func sequentialDecision(sb []stats.Block, pol stats.Policy, sp startPart) stats.Decision {
-	_, _, _, dec, ok := stats.SequentialBlocksShared(sb, pol, sp.shared())
+func sequentialDecision(sb []stats.Block, pol stats.Policy, sh stats.Shared) stats.Decision {
+	_, _, _, dec, ok := stats.SequentialBlocksShared(sb, pol, sh)
 	if !ok {
 		return stats.Undecided
 	}

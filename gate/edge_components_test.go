@@ -108,7 +108,7 @@ func TestNoiseEdgeComponents(t *testing.T) {
 		{Name: "negative control: committed, the starts' part divided by the repeats", Control: true, Fails: unshared(w, 10)},
 		{Name: "negative control: A/B swapped, the starts' part as estimated, 0 as 0", Control: true, Fails: pointOnly(small, 10, 1, 16)},
 	}
-	statstest.RunEdge(t, 4545, edgeComponentsPolicy.Tolerance, rules)
+	statstest.RunEdge(t, 4545, 0, edgeComponentsPolicy.Tolerance, rules)
 }
 
 // flatMetric is a statistic of value v that resampling never moves.

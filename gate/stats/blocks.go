@@ -39,24 +39,18 @@ func CompareBlocks(blocks []Block, base, cand Metric, pol Policy) (Result, Noise
 // spread cannot see (engines started once for the job): its variance is added to the
 // between-block part, and the degrees of freedom are the Welch–Satterthwaite ones of
 // the sum (the blocks' part on theirs, the shared part on sh.DF).
+//
+// It is two steps: the bootstrap of the pooled sides (their sampling spread, the
+// floor of δ's error), then CompareBlocksCore on the blocks' values.
 func CompareBlocksShared(blocks []Block, base, cand Metric, pol Policy, sh Shared) (Result, Noise) {
 	pol, notes, errs := pol.effective()
 	res := Result{Policy: pol, Warnings: notes}
-	nz := Noise{Source: "blocks"}
 	if len(errs) > 0 {
 		res.Warnings = append(res.Warnings, errs[:len(errs)-1]...)
-		return res.incomparable(errs[len(errs)-1]), nz
+		return res.incomparable(errs[len(errs)-1]), Noise{Source: "blocks"}
 	}
-	var nb, nc int
-	for _, b := range blocks {
-		if b.Candidate {
-			nc++
-		} else {
-			nb++
-		}
-	}
-	if nb < 2 || nc < 2 {
-		return res.incomparable(fmt.Sprintf("%d baseline and %d candidate blocks: an A/B comparison needs at least 2 of each", nb, nc)), nz
+	if why := tooFewBlocks(blocks); why != "" {
+		return res.incomparable(why), Noise{Source: "blocks"}
 	}
 	for _, w := range base.Warnings() {
 		res.Warnings = append(res.Warnings, "baseline: "+w)
@@ -66,11 +60,48 @@ func CompareBlocksShared(blocks []Block, base, cand Metric, pol Policy, sh Share
 	}
 	_, sb, why := logWithin(base, pol, streamBase)
 	if why != "" {
-		return res.incomparable("baseline " + why), nz
+		return res.incomparable("baseline " + why), Noise{Source: "blocks"}
 	}
 	_, sc, why := logWithin(cand, pol, streamCand)
 	if why != "" {
-		return res.incomparable("candidate " + why), nz
+		return res.incomparable("candidate " + why), Noise{Source: "blocks"}
+	}
+	core, nz := CompareBlocksCore(blocks, sb*sb+sc*sc, pol, sh)
+	core.Warnings = append(res.Warnings, core.Warnings...)
+	return core, nz
+}
+
+// tooFewBlocks says why blocks cannot be compared for want of blocks ("" when they can):
+// at least 2 of each side.
+func tooFewBlocks(blocks []Block) string {
+	var nb, nc int
+	for _, b := range blocks {
+		if b.Candidate {
+			nc++
+		} else {
+			nb++
+		}
+	}
+	if nb < 2 || nc < 2 {
+		return fmt.Sprintf("%d baseline and %d candidate blocks: an A/B comparison needs at least 2 of each", nb, nc)
+	}
+	return ""
+}
+
+// CompareBlocksCore is CompareBlocksShared without resampling: within is the variance
+// of δ's sampling error (the pooled sides' log spreads squared and summed), the floor of
+// its standard error; each block's value is its Metric's Value. The noise simulations
+// call it with the values they drew.
+func CompareBlocksCore(blocks []Block, within float64, pol Policy, sh Shared) (Result, Noise) {
+	pol, notes, errs := pol.effective()
+	res := Result{Policy: pol}
+	nz := Noise{Source: "blocks"}
+	if len(errs) > 0 {
+		res.Warnings = append(notes, errs[:len(errs)-1]...)
+		return res.incomparable(errs[len(errs)-1]), nz
+	}
+	if why := tooFewBlocks(blocks); why != "" {
+		return res.incomparable(why), nz
 	}
 	y := make([]float64, len(blocks))
 	for i, b := range blocks {
@@ -81,7 +112,6 @@ func CompareBlocksShared(blocks []Block, base, cand Metric, pol Policy, sh Share
 		y[i] = math.Log(v)
 	}
 	d, se2, df := blockFit(blocks, y, len(blocks) >= 5)
-	within := sb*sb + sc*sc
 	nz.Within = math.Sqrt(within)
 	dfTotal := df
 	var between2 float64
@@ -101,9 +131,11 @@ func CompareBlocksShared(blocks []Block, base, cand Metric, pol Policy, sh Share
 	nz.Between = math.Sqrt(between2)
 	res = combined(res, d, within, dfTotal, &nz)
 	var sum float64
+	var nb int
 	for i, b := range blocks {
 		if !b.Candidate {
 			sum += y[i]
+			nb++
 		}
 	}
 	res.Baseline = math.Exp(sum / float64(nb))

@@ -112,5 +112,5 @@ func committedRules() []edgeRule {
 // ./gate/stats prints it). Each negative control fails the edge check.
 func TestNoiseEdge(t *testing.T) {
 	waittest.ManyTrials(t)
-	statstest.RunEdge(t, 45, edgePolicy.Tolerance, append(committedRules(), abRules()...))
+	statstest.RunEdge(t, 45, 0, edgePolicy.Tolerance, committedRules())
 }
