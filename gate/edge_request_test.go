@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"cmp"
 	"math"
 	"sync"
 	"testing"
@@ -350,4 +351,192 @@ func TestNoiseEdgePerRequestAB(t *testing.T) {
 			}
 		})
 	}
+}
+
+// requestSwapped is a sequential A/B job of engines swapped without restarts, on
+// per-request runs: at least 4 and at most 12 blocks laid out ABBAABBA..., each side's
+// blocks served by one engine start (their noise drawn from one seed, one after another
+// on its clock). The sequence excludes nothing on fewer than four pairs, so the looks
+// that can stop it are at 8 and 10 blocks.
+var requestSwapped = ABStop{MinBlocks: 4, MaxBlocks: 12}
+
+func requestSwappedJob(f *workload.File, noise sim.Noise, seed uint64, spec gatetest.Spec) []*result.Record {
+	layout := Layout(requestSwapped.MaxBlocks)
+	var blocks []*result.Record
+	for k := range requestSwapped.MaxBlocks {
+		sp, side, start := gatetest.Spec{}, result.SideBaseline, seed+80
+		if layout[k] == 'B' {
+			sp, side, start = spec, result.SideCandidate, seed+90
+		}
+		sp.Trial, sp.Requests, sp.OutputTokens, sp.Noise, sp.NoiseSeed = k+1, requestRunRequests, requestRunTokens, noise, int64(start)
+		sp.Offset = time.Duration(k) * 20 * time.Second
+		r := rec(f, seed+60+uint64(k), sp)
+		r.AB = &result.ABBlock{Side: side, Block: k + 1, Blocks: requestSwapped.MaxBlocks, MinBlocks: requestSwapped.MinBlocks, Layout: layout}
+		blocks = append(blocks, r)
+	}
+	return blocks
+}
+
+// swappedVerdicts are one swapped job's outcome through LookAB and EvaluateAB (product)
+// and through the summary functions on the same blocks: the blocks it ran, the verdict,
+// and the interval; control is the summary functions' interval without the starts' part.
+type swappedVerdicts struct {
+	runs                 int
+	product, summary     stats.Verdict
+	pLo, pHi, sLo, sHi   float64
+	controlLo, controlHi float64
+}
+
+// judgeRequestSwapped runs one swapped job against a baseline calibrated by
+// CalibrateStarts (stored as a file, as LookAB and EvaluateAB find it): LookAB after
+// every block until it stops, then EvaluateAB on the blocks run. The summary functions
+// take the same blocks' values (each run's statistic, stats.Block at its place), the
+// start part from the stored calibration (StartSpread, once per side), look with
+// stats.SequentialBlocksShared at the sequences' confidence after every pair from the
+// minimum, and judge the blocks run by the sequence (stats.Judge).
+func judgeRequestSwapped(t *testing.T, f *workload.File, rule workload.Rule, cal []*result.Record, starts []int, blocks []*result.Record) swappedVerdicts {
+	b, err := FromRecords(cal, created)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Noise, err = CalibrateStarts(f, cal, starts, created); err != nil {
+		t.Fatal(err)
+	}
+	data, err := Marshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := Store{FS: fstest.MapFS{RelPath(b.Workload, b.Hardware): &fstest.MapFile{Data: data}}, Dir: "baselines"}
+	cals := store.CalibrationOf
+
+	d, err := lookupMetric(rule.Metric)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol := rulePolicy(rule, d, f.Gate)
+	conf := cmp.Or(pol.Confidence, stats.DefaultConfidence)
+	seqPol := pol
+	seqPol.Confidence = requestSwapped.SeqConfidence(conf)
+	sd, df, ok, _ := StartSpread(b.Noise, rule.Metric, conf)
+	if !ok {
+		t.Fatalf("%s: the calibration of %d starts measured no spread between starts", rule.Metric, len(cal))
+	}
+	sh := stats.Shared{Var: 2 * sd * sd, DF: df}
+	var sb []stats.Block
+	for k, r := range blocks {
+		sb = append(sb, stats.Block{Candidate: r.AB.Side == result.SideCandidate, At: float64(k), Metric: d.build(runOf(r))})
+	}
+
+	var out swappedVerdicts
+	for n := 1; n <= len(blocks); n++ {
+		st, err := LookAB(f, requestSwapped, blocks[:n], cals)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var dec stats.Decision = stats.Undecided
+		look := n >= requestSwapped.MinBlocks && n%2 == 0 && n < requestSwapped.MaxBlocks
+		if look {
+			_, _, _, dec, _ = stats.SequentialBlocksShared(sb[:n], seqPol, sh)
+		}
+		stop := dec != stats.Undecided || n == requestSwapped.MaxBlocks
+		if (st != nil) != stop || (st != nil && (st.Reason == StopDecided) != (dec != stats.Undecided)) {
+			t.Errorf("%s after %d blocks: LookAB %+v, the sequence %v", rule.Metric, n, st, dec)
+			return out
+		}
+		if st == nil {
+			continue
+		}
+		res, err := EvaluateAB(f, blocks[:n], cals)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := metric(t, res.Workloads[0], rule.Metric)
+		p, lo, hi, _, ok := stats.SequentialBlocksShared(sb[:n], seqPol, sh)
+		if !ok {
+			t.Fatalf("%s: no sequence on %d blocks", rule.Metric, n)
+		}
+		_, cLo, cHi, _, _ := stats.SequentialBlocksShared(sb[:n], seqPol, stats.Shared{})
+		out = swappedVerdicts{runs: n, product: m.Verdict, summary: stats.Judge(pol.Direction, rule.Tolerance, p, lo, hi), sLo: lo, sHi: hi, controlLo: cLo, controlHi: cHi}
+		if m.Lo != nil && m.Hi != nil {
+			out.pLo, out.pHi = *m.Lo, *m.Hi
+		}
+		return out
+	}
+	panic("unreachable: the maximum always stops")
+}
+
+// TestNoiseEdgePerRequestSwapped drives the sequential A/B rule of engines swapped
+// without restarts through LookAB and EvaluateAB on simulated requests: 100 jobs of 4
+// to 12 blocks a noise model, each side's blocks on one engine start, the candidate at
+// the edge of an itl_p99 rule, against a baseline whose calibration of 6 runs on their
+// own starts (CalibrateStarts) gives the spread between starts. On every job LookAB
+// must stop where the summary functions' sequence (with that spread once per side)
+// decides, and EvaluateAB's verdict and interval must be the sequence's on the blocks
+// run; at most 8 of 100 may fail. A control without the starts' part must give another
+// interval on every job (the part is in the interval). A further 20 jobs a model whose
+// candidate is twice as slow (every gap ×2) take the stops before the maximum through
+// the same comparison: some must stop decided fail.
+func TestNoiseEdgePerRequestSwapped(t *testing.T) {
+	waittest.ManyTrials(t)
+	f := testConfig([]workload.Rule{requestRule})
+	for mi, m := range requestModels {
+		t.Run(m.name, func(t *testing.T) {
+			var mu sync.Mutex
+			fails, differ, sameAsControl, runs := 0, 0, 0, 0
+			early, slowFails := 0, 0
+			const slowJobs = 20
+			inParallel(requestEdgeTrials+slowJobs, func(i int) {
+				seed := uint64(9_000_000 + mi*100_000 + i*100)
+				tr := newRequestTrial(f, m.noise, seed, gatetest.Spec{})
+				spec := requestEdge
+				if i >= requestEdgeTrials {
+					spec = gatetest.Spec{GapScale: 2}
+				}
+				v := judgeRequestSwapped(t, f, requestRule, tr.cal, tr.starts, requestSwappedJob(f, m.noise, seed, spec))
+				mu.Lock()
+				defer mu.Unlock()
+				if i >= requestEdgeTrials {
+					if v.runs < requestSwapped.MaxBlocks {
+						early++
+					}
+					if v.product == Fail {
+						slowFails++
+					}
+				} else {
+					runs += v.runs
+					if v.product == Fail {
+						fails++
+					}
+				}
+				if v.product != v.summary || !closeTo(v.pLo, v.sLo) || !closeTo(v.pHi, v.sHi) {
+					differ++
+					if differ <= 3 {
+						t.Errorf("job %d: EvaluateAB said %s [%.4f, %.4f], the sequence %s [%.4f, %.4f] on the same %d blocks", i, v.product, v.pLo, v.pHi, v.summary, v.sLo, v.sHi, v.runs)
+					}
+				}
+				if closeTo(v.pLo, v.controlLo) && closeTo(v.pHi, v.controlHi) {
+					sameAsControl++
+				}
+			})
+			t.Logf("| sequential A/B, %d-%d blocks, swapped | %s | %d/%d | %.2f blocks on average; the interval without the starts' part on %d; twice as slow: %d of %d failed, %d stopped early |",
+				requestSwapped.MinBlocks, requestSwapped.MaxBlocks, m.name, fails, requestEdgeTrials, float64(runs)/requestEdgeTrials, sameAsControl, slowFails, slowJobs, early)
+			if differ > 0 {
+				t.Errorf("LookAB and EvaluateAB differ from the summary functions in %d of %d jobs", differ, requestEdgeTrials+slowJobs)
+			}
+			if early == 0 {
+				t.Errorf("no job of a candidate twice as slow stopped before the maximum: the looks that stop were not compared")
+			}
+			if sameAsControl > 0 {
+				t.Errorf("on %d of %d jobs the interval was the one without the starts' part", sameAsControl, requestEdgeTrials)
+			}
+			if fails > requestEdgeMaxFails {
+				t.Errorf("at the edge %d of %d jobs failed, want at most %d", fails, requestEdgeTrials, requestEdgeMaxFails)
+			}
+		})
+	}
+}
+
+// closeTo says whether a and b agree to 1e-9 of their size.
+func closeTo(a, b float64) bool {
+	return a == b || math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b))
 }
