@@ -540,3 +540,195 @@ func TestNoiseEdgePerRequestSwapped(t *testing.T) {
 func closeTo(a, b float64) bool {
 	return a == b || math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b))
 }
+
+// The sequential calibration on per-request runs (calibrate --min-runs 3, at most 8,
+// candidates of 3 repeats). Its rule's tolerance is 50%: at the per-request runs' spread
+// a third to a half of the calibrations stop decided supported before their eighth run,
+// so the stop and its correction are both exercised (at 35%, one in five did).
+const (
+	requestCalMin, requestCalMax = 3, 8
+	requestCalTolerance          = 0.50
+)
+
+// calStopVerdicts are one trial's outcome through the product's path and the summary
+// functions': how many calibration runs ran and why they stopped, the verdicts, the
+// stored spread, and the control's verdict (the spread as measured, uncorrected).
+type calStopVerdicts struct {
+	runs                int
+	reason              string
+	product, summary    stats.Verdict
+	control             stats.Verdict
+	storedSD, summarySD float64
+	stopDiffers         bool
+}
+
+// judgeRequestCalStop runs one sequential calibration as calibrate does (after each run
+// from the minimum: FromRecords and CalibrateStarts on the runs so far, LookCalibration;
+// at the end ApplyStop), stores it with its baseline as a file, and judges a candidate's
+// 3 repeats on one start by Evaluate. The summary functions take the spread the
+// calibration measured at each look (MetricSpread.Spread), decide it by SpreadInterval
+// and SupportedTolerance at the looks' level, correct it by StopFactor when the
+// calibration stopped decided supported, and judge the candidate by CompareSides on
+// Summarise's sides of the same runs at the design's starts.
+func judgeRequestCalStop(t *testing.T, f *workload.File, noise sim.Noise, seed uint64, spec gatetest.Spec) calStopVerdicts {
+	rule := f.Gate.Rules[0]
+	w := &f.Workloads[0]
+	d, err := lookupMetric(rule.Metric)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol := rulePolicy(rule, d, f.Gate)
+	conf := cmp.Or(pol.Confidence, stats.DefaultConfidence)
+	level := 1 - (1-conf)/float64(requestCalMax-requestCalMin+1)
+	var out calStopVerdicts
+	var recs []*result.Record
+	var starts []int
+	var b *Baseline
+	var st *CalStop
+	var sumSD float64
+	sumDecided := ""
+	for n := 1; n <= requestCalMax; n++ {
+		s := seed + uint64(n)
+		r := rec(f, s, gatetest.Spec{Trial: n, Requests: requestRunRequests, OutputTokens: requestRunTokens, Noise: noise, NoiseSeed: int64(s)})
+		r.Startup = &result.Startup{Start: n - 1}
+		recs, starts = append(recs, r), append(starts, n-1)
+		if n < requestCalMin {
+			continue
+		}
+		if b, err = FromRecords(recs, created); err != nil {
+			t.Fatal(err)
+		}
+		if b.Noise, err = CalibrateStarts(f, recs, starts, created); err != nil {
+			t.Fatal(err)
+		}
+		if st, err = LookCalibration(f, w, b.Noise, n, requestCalMin, requestCalMax); err != nil {
+			t.Fatal(err)
+		}
+		// The same look on the spread the calibration measured.
+		msp := b.Noise.Lookup(rule.Metric).Spread()
+		sumSD = msp.RunSD
+		lo, hi := SpreadInterval(sumSD, msp.DF, level)
+		sumDecided = ""
+		switch {
+		case SupportedTolerance(hi, n, w.Repeats, conf) <= rule.Tolerance:
+			sumDecided = CalSupported
+		case SupportedTolerance(lo, requestCalMax, w.Repeats, conf) > rule.Tolerance:
+			sumDecided = CalTooNarrow
+		}
+		sumStops := sumDecided != "" || n == requestCalMax
+		if (st != nil) != sumStops || (st != nil && (st.Reason == CalStopDecided) != (sumDecided != "" && n < requestCalMax)) {
+			out.stopDiffers = true
+			t.Errorf("after %d runs: LookCalibration %+v, the spread's look %q (sd %.4f)", n, st, sumDecided, sumSD)
+		}
+		if st != nil {
+			break
+		}
+	}
+	out.runs, out.reason = len(recs), st.Reason
+	measured := b.Noise.Lookup(rule.Metric).Spread()
+	ApplyStop(f, w, b.Noise, st)
+	data, err := Marshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := Store{FS: fstest.MapFS{RelPath(b.Workload, b.Hardware): &fstest.MapFile{Data: data}}, Dir: "baselines"}
+
+	// The candidate's repeats share one start's draw and follow one another on its clock.
+	var cand []*result.Record
+	for k := range w.Repeats {
+		sp := spec
+		sp.Trial, sp.Requests, sp.OutputTokens, sp.Noise, sp.NoiseSeed = k+1, requestRunRequests, requestRunTokens, noise, int64(seed+50)
+		sp.Offset = time.Duration(k) * 40 * time.Second
+		r := rec(f, seed+60+uint64(k), sp)
+		r.Startup = &result.Startup{Start: requestCalMax}
+		cand = append(cand, r)
+	}
+	m := metric(t, evaluate(t, f, store, cand...).Workloads[0], rule.Metric)
+	stored, _, err := store.Lookup(b.Workload, b.Hardware)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.product, out.storedSD = m.Verdict, stored.Noise.Lookup(rule.Metric).Spread().RunSD
+
+	build := func(rs []*result.Record) []stats.Metric {
+		var ms []stats.Metric
+		for _, r := range rs {
+			ms = append(ms, d.build(runOf(r)))
+		}
+		return ms
+	}
+	bs, whyB := stats.Summarise(build(recs), pol, stats.StreamBaseline)
+	cs, whyC := stats.Summarise(build(cand), pol, stats.StreamCandidate)
+	if whyB != "" || whyC != "" {
+		t.Fatalf("%s: %s %s", rule.Metric, whyB, whyC)
+	}
+	bs.Starts, cs.Starts = len(recs), 1
+	ctl, _ := stats.CompareSides(bs, cs, measured, "calibration", pol, "")
+	sp := measured
+	if st.Reason == CalStopDecided && sumDecided == CalSupported {
+		f := StopFactor(sumSD, 0, len(recs), requestCalMin, requestCalMax, w.Repeats, rule.Tolerance, conf)
+		sp.RunSD *= f
+		sp.SharedSD *= f
+	}
+	res, _ := stats.CompareSides(bs, cs, sp, "calibration", pol, "")
+	out.summary, out.control, out.summarySD = res.Verdict, ctl.Verdict, sp.RunSD
+	return out
+}
+
+// TestNoiseEdgePerRequestCalibrationStop drives the calibration stop through the paths
+// that run, on simulated requests: 100 sequential calibrations a noise model (3 to 8
+// runs of 200 requests, each on its own engine start; LookCalibration after every run
+// from the third on CalibrateStarts' spread; ApplyStop), each stored with its baseline as
+// a file, and a candidate of 3 repeats on one start at the edge of a 50% itl_p99 rule
+// (every gap ×1.5) judged by Evaluate. On every trial LookCalibration must stop where
+// the measured spread decides (SpreadInterval, SupportedTolerance), the stored spread
+// must be the measured one times StopFactor when the stop was decided supported, and
+// Evaluate's verdict must be CompareSides' on that spread; at most 8 of 100 may fail, and
+// some calibrations must stop early. (With the correction left out of ApplyStop the
+// comparison fails.) The log says on how many trials the spread as measured, without the
+// correction, would have given another verdict.
+func TestNoiseEdgePerRequestCalibrationStop(t *testing.T) {
+	waittest.ManyTrials(t)
+	rule := workload.Rule{Metric: "itl_p99", Direction: "lower", Tolerance: requestCalTolerance}
+	edge := gatetest.Spec{GapScale: 1 + requestCalTolerance}
+	for mi, m := range requestModels {
+		t.Run(m.name, func(t *testing.T) {
+			var mu sync.Mutex
+			fails, differ, controlDiffers, early, runs := 0, 0, 0, 0, 0
+			inParallel(requestEdgeTrials, func(i int) {
+				f := testConfig([]workload.Rule{rule})
+				f.Workloads[0].Repeats = 3
+				v := judgeRequestCalStop(t, f, m.noise, uint64(10_000_000+mi*100_000+i*100), edge)
+				mu.Lock()
+				defer mu.Unlock()
+				runs += v.runs
+				if v.reason == CalStopDecided {
+					early++
+				}
+				if v.product == Fail {
+					fails++
+				}
+				if v.product != v.summary || !closeTo(v.storedSD, v.summarySD) || v.stopDiffers {
+					differ++
+					if differ <= 3 {
+						t.Errorf("trial %d: the gate said %s on a stored spread %.5f, the summary functions %s on %.5f (%d runs, %s)", i, v.product, v.storedSD, v.summary, v.summarySD, v.runs, v.reason)
+					}
+				}
+				if v.product != v.control {
+					controlDiffers++
+				}
+			})
+			t.Logf("| calibration stop, 3-8 runs, 3 repeats on one start | %s | %d/%d | %.2f runs on average, %d stopped decided; the uncorrected spread's verdict differs in %d |",
+				m.name, fails, requestEdgeTrials, float64(runs)/requestEdgeTrials, early, controlDiffers)
+			if differ > 0 {
+				t.Errorf("the gate differs from the summary functions in %d of %d trials", differ, requestEdgeTrials)
+			}
+			if early == 0 {
+				t.Errorf("no calibration stopped early: the stop and its correction were not compared")
+			}
+			if fails > requestEdgeMaxFails {
+				t.Errorf("at the edge %d of %d failed, want at most %d", fails, requestEdgeTrials, requestEdgeMaxFails)
+			}
+		})
+	}
+}
