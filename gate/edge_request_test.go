@@ -49,14 +49,7 @@ type requestTrial struct {
 }
 
 func newRequestTrial(f *workload.File, noise sim.Noise, seed uint64, spec gatetest.Spec) requestTrial {
-	var tr requestTrial
-	for j := range requestCalRuns {
-		s := seed + uint64(j)
-		r := rec(f, s, gatetest.Spec{Trial: j + 1, Requests: requestRunRequests, OutputTokens: requestRunTokens, Noise: noise, NoiseSeed: int64(s)})
-		r.Startup = &result.Startup{Start: j}
-		tr.cal = append(tr.cal, r)
-		tr.starts = append(tr.starts, j)
-	}
+	tr := requestCalibration(f, noise, seed)
 	// The candidate's repeats share one start's draw and follow one another on its clock.
 	for k := range requestSeqRepeats {
 		sp := spec
@@ -65,6 +58,20 @@ func newRequestTrial(f *workload.File, noise sim.Noise, seed uint64, spec gatete
 		r := rec(f, seed+60+uint64(k), sp)
 		r.Startup = &result.Startup{Start: requestCalRuns}
 		tr.cand = append(tr.cand, r)
+	}
+	return tr
+}
+
+// requestCalibration is a trial's calibration alone: requestCalRuns runs, each on its
+// own engine start.
+func requestCalibration(f *workload.File, noise sim.Noise, seed uint64) requestTrial {
+	var tr requestTrial
+	for j := range requestCalRuns {
+		s := seed + uint64(j)
+		r := rec(f, s, gatetest.Spec{Trial: j + 1, Requests: requestRunRequests, OutputTokens: requestRunTokens, Noise: noise, NoiseSeed: int64(s)})
+		r.Startup = &result.Startup{Start: j}
+		tr.cal = append(tr.cal, r)
+		tr.starts = append(tr.starts, j)
 	}
 	return tr
 }
@@ -407,7 +414,7 @@ func judgeRequestSwapped(t *testing.T, f *workload.File, rule workload.Rule, cal
 		t.Fatal(err)
 	}
 	store := Store{FS: fstest.MapFS{RelPath(b.Workload, b.Hardware): &fstest.MapFile{Data: data}}, Dir: "baselines"}
-	cals := store.CalibrationOf
+	cals := CalibrationOf(store.CalibrationOf).Once() // as slogate ab looks it up
 
 	d, err := lookupMetric(rule.Metric)
 	if err != nil {
@@ -487,7 +494,7 @@ func TestNoiseEdgePerRequestSwapped(t *testing.T) {
 			const slowJobs = 20
 			inParallel(requestEdgeTrials+slowJobs, func(i int) {
 				seed := uint64(9_000_000 + mi*100_000 + i*100)
-				tr := newRequestTrial(f, m.noise, seed, gatetest.Spec{})
+				tr := requestCalibration(f, m.noise, seed)
 				spec := requestEdge
 				if i >= requestEdgeTrials {
 					spec = gatetest.Spec{GapScale: 2}
@@ -583,7 +590,7 @@ func judgeRequestCalStop(t *testing.T, f *workload.File, noise sim.Noise, seed u
 	var out calStopVerdicts
 	var recs []*result.Record
 	var starts []int
-	var b *Baseline
+	var cal *Calibration
 	var st *CalStop
 	var sumSD float64
 	sumDecided := ""
@@ -595,17 +602,14 @@ func judgeRequestCalStop(t *testing.T, f *workload.File, noise sim.Noise, seed u
 		if n < requestCalMin {
 			continue
 		}
-		if b, err = FromRecords(recs, created); err != nil {
+		if cal, err = CalibrateStarts(f, recs, starts, created); err != nil {
 			t.Fatal(err)
 		}
-		if b.Noise, err = CalibrateStarts(f, recs, starts, created); err != nil {
-			t.Fatal(err)
-		}
-		if st, err = LookCalibration(f, w, b.Noise, n, requestCalMin, requestCalMax); err != nil {
+		if st, err = LookCalibration(f, w, cal, n, requestCalMin, requestCalMax); err != nil {
 			t.Fatal(err)
 		}
 		// The same look on the spread the calibration measured.
-		msp := b.Noise.Lookup(rule.Metric).Spread()
+		msp := cal.Lookup(rule.Metric).Spread()
 		sumSD = msp.RunSD
 		lo, hi := SpreadInterval(sumSD, msp.DF, level)
 		sumDecided = ""
@@ -625,7 +629,14 @@ func judgeRequestCalStop(t *testing.T, f *workload.File, noise sim.Noise, seed u
 		}
 	}
 	out.runs, out.reason = len(recs), st.Reason
-	measured := b.Noise.Lookup(rule.Metric).Spread()
+	measured := cal.Lookup(rule.Metric).Spread()
+	// The baseline of the runs made (calibrate builds it at every look; only its
+	// calibration changes between looks).
+	b, err := FromRecords(recs, created)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Noise = cal
 	ApplyStop(f, w, b.Noise, st)
 	data, err := Marshal(b)
 	if err != nil {
