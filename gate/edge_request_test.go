@@ -238,16 +238,26 @@ func TestNoiseEdgePerRequest(t *testing.T) {
 			t.Logf("| fixed, 3 repeats on one start | %s | %d/%d | sampling sd of a run %.4f, calibration's between-run sd %.4f; control differs in %d |",
 				m.name, fails, requestEdgeTrials, within, between, controlDiffers)
 			t.Logf("| sequential, at most %d repeats | %s | %d/%d | %.2f runs on average |", requestSeqRepeats, m.name, seqFails, requestEdgeTrials, float64(seqRuns)/requestEdgeTrials)
-			if differ > 0 || seqDiffer > 0 {
-				t.Errorf("the gate's verdict differs from the summary functions' in %d fixed and %d sequential trials of %d", differ, seqDiffer, requestEdgeTrials)
-			}
+			requireEdge(t, "fixed", fails, differ, requestEdgeTrials)
+			requireEdge(t, "sequential", seqFails, seqDiffer, requestEdgeTrials)
 			if controlDiffers == 0 {
 				t.Errorf("the summary functions with each repeat its own start agreed with the gate on every trial: the comparison cannot tell the designs apart")
 			}
-			if fails > requestEdgeMaxFails || seqFails > requestEdgeMaxFails {
-				t.Errorf("at the edge %d fixed and %d sequential of %d failed, want at most %d each", fails, seqFails, requestEdgeTrials, requestEdgeMaxFails)
-			}
 		})
+	}
+}
+
+// requireEdge holds one rule driven on per-request runs to its two checks: none of its
+// trials may disagree with the summary functions on the same runs (differ), and at the
+// edge at most requestEdgeMaxFails of requestEdgeTrials may fail. trials is how many were
+// compared.
+func requireEdge(t *testing.T, rule string, fails, differ, trials int) {
+	t.Helper()
+	if differ > 0 {
+		t.Errorf("%s: the gate's path differs from the summary functions' in %d of %d trials", rule, differ, trials)
+	}
+	if fails > requestEdgeMaxFails {
+		t.Errorf("%s: at the edge %d of %d failed, want at most %d", rule, fails, requestEdgeTrials, requestEdgeMaxFails)
 	}
 }
 
@@ -350,12 +360,7 @@ func TestNoiseEdgePerRequestAB(t *testing.T) {
 			if controlDiffers == 0 {
 				t.Errorf("CompareBlocks on the blocks out of their order agreed with EvaluateAB on every job: the comparison cannot tell the order apart")
 			}
-			if differ > 0 {
-				t.Errorf("EvaluateAB's verdict differs from CompareBlocks' in %d of %d jobs", differ, requestEdgeTrials)
-			}
-			if fails > requestEdgeMaxFails {
-				t.Errorf("at the edge %d of %d jobs failed, want at most %d", fails, requestEdgeTrials, requestEdgeMaxFails)
-			}
+			requireEdge(t, "EvaluateAB against CompareBlocks", fails, differ, requestEdgeTrials)
 		})
 	}
 }
@@ -527,17 +532,12 @@ func TestNoiseEdgePerRequestSwapped(t *testing.T) {
 			})
 			t.Logf("| sequential A/B, %d-%d blocks, swapped | %s | %d/%d | %.2f blocks on average; the interval without the starts' part on %d; twice as slow: %d of %d failed, %d stopped early |",
 				requestSwapped.MinBlocks, requestSwapped.MaxBlocks, m.name, fails, requestEdgeTrials, float64(runs)/requestEdgeTrials, sameAsControl, slowFails, slowJobs, early)
-			if differ > 0 {
-				t.Errorf("LookAB and EvaluateAB differ from the summary functions in %d of %d jobs", differ, requestEdgeTrials+slowJobs)
-			}
+			requireEdge(t, "LookAB and EvaluateAB", fails, differ, requestEdgeTrials+slowJobs)
 			if early == 0 {
 				t.Errorf("no job of a candidate twice as slow stopped before the maximum: the looks that stop were not compared")
 			}
 			if sameAsControl > 0 {
 				t.Errorf("on %d of %d jobs the interval was the one without the starts' part", sameAsControl, requestEdgeTrials)
-			}
-			if fails > requestEdgeMaxFails {
-				t.Errorf("at the edge %d of %d jobs failed, want at most %d", fails, requestEdgeTrials, requestEdgeMaxFails)
 			}
 		})
 	}
@@ -731,14 +731,9 @@ func TestNoiseEdgePerRequestCalibrationStop(t *testing.T) {
 			})
 			t.Logf("| calibration stop, 3-8 runs, 3 repeats on one start | %s | %d/%d | %.2f runs on average, %d stopped decided; the uncorrected spread's verdict differs in %d |",
 				m.name, fails, requestEdgeTrials, float64(runs)/requestEdgeTrials, early, controlDiffers)
-			if differ > 0 {
-				t.Errorf("the gate differs from the summary functions in %d of %d trials", differ, requestEdgeTrials)
-			}
+			requireEdge(t, "LookCalibration, ApplyStop and Evaluate", fails, differ, requestEdgeTrials)
 			if early == 0 {
 				t.Errorf("no calibration stopped early: the stop and its correction were not compared")
-			}
-			if fails > requestEdgeMaxFails {
-				t.Errorf("at the edge %d of %d failed, want at most %d", fails, requestEdgeTrials, requestEdgeMaxFails)
 			}
 		})
 	}
