@@ -93,11 +93,7 @@ func (tr requestTrial) judge(t *testing.T, f *workload.File, rule workload.Rule)
 	if b.Noise, err = CalibrateStarts(f, tr.cal, tr.starts, created); err != nil {
 		t.Fatal(err)
 	}
-	data, err := Marshal(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := Store{FS: fstest.MapFS{RelPath(b.Workload, b.Hardware): &fstest.MapFile{Data: data}}, Dir: "baselines"}
+	store := storeWith(t, b)
 	cand := tr.cand[:requestRepeats]
 	m := metric(t, evaluate(t, f, store, cand...).Workloads[0], rule.Metric)
 
@@ -245,6 +241,16 @@ func TestNoiseEdgePerRequest(t *testing.T) {
 			}
 		})
 	}
+}
+
+// storeWith is a store that holds b as its file, as the gate finds a committed baseline.
+func storeWith(t *testing.T, b *Baseline) Store {
+	t.Helper()
+	data, err := Marshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Store{FS: fstest.MapFS{RelPath(b.Workload, b.Hardware): &fstest.MapFile{Data: data}}, Dir: "baselines"}
 }
 
 // requireEdge holds one rule driven on per-request runs to its two checks: none of its
@@ -414,11 +420,7 @@ func judgeRequestSwapped(t *testing.T, f *workload.File, rule workload.Rule, cal
 	if b.Noise, err = CalibrateStarts(f, cal, starts, created); err != nil {
 		t.Fatal(err)
 	}
-	data, err := Marshal(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := Store{FS: fstest.MapFS{RelPath(b.Workload, b.Hardware): &fstest.MapFile{Data: data}}, Dir: "baselines"}
+	store := storeWith(t, b)
 	cals := CalibrationOf(store.CalibrationOf).Once() // as slogate ab looks it up
 
 	d, err := lookupMetric(rule.Metric)
@@ -638,11 +640,7 @@ func judgeRequestCalStop(t *testing.T, f *workload.File, noise sim.Noise, seed u
 	}
 	b.Noise = cal
 	ApplyStop(f, w, b.Noise, st)
-	data, err := Marshal(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := Store{FS: fstest.MapFS{RelPath(b.Workload, b.Hardware): &fstest.MapFile{Data: data}}, Dir: "baselines"}
+	store := storeWith(t, b)
 
 	// The candidate's repeats share one start's draw and follow one another on its clock.
 	var cand []*result.Record
