@@ -89,8 +89,8 @@ func TestCIModeABAndCalibration(t *testing.T) {
 		// every baseline block and 35-47 ms on every candidate block (14 ms on both,
 		// alone): once more, and twice in a row fails.
 		t.Logf("an A/A job failed, the machine too busy to judge it? once more:\n%s", log)
+		shown = nil
 		code, log = ci("ab", "pull_request", prEvent, abInputs)
-		shown = shown[:min(len(shown), 1)]
 	}
 	if code != ExitOK && code != ExitInconclusive { // the same engine: never a fail
 		t.Fatalf("ab: exit %d\n%s", code, log)

@@ -379,7 +379,7 @@ func judgeAB(cfg *workload.File, name string, recs []*result.Record, rules []wor
 			}
 		default:
 			if v, why, lacking := missingData(def, bruns, cruns); lacking {
-				m, _, _, _ = ruleStart(rule, def)
+				m, _, _ = ruleStart(rule, def)
 				m.Method, m.Verdict, m.Warnings = MethodBlocks, v, []string{why}
 				break
 			}

@@ -245,7 +245,10 @@ type ruleLook struct {
 func lookRule(sb []stats.Block, pol stats.Policy, sh stats.Shared, stop ABStop) ruleLook {
 	conf := cmp.Or(pol.Confidence, stats.DefaultConfidence)
 	pol.Confidence = stop.SeqConfidence(conf)
-	l := ruleLook{dec: sequentialDecision(sb, pol, sh)}
+	var l ruleLook
+	if _, _, _, dec, ok := stats.SequentialBlocksShared(sb, pol, sh); ok {
+		l.dec = dec
+	}
 	if l.dec == stats.Undecided && stop.FutilityFrom > 0 && len(sb) >= stop.FutilityFrom {
 		f, hw, power, ok := stats.Futile(sb, pol, sh, stop.MaxBlocks/2, stop.FinalConfidence(conf))
 		l.futile, l.hw, l.power = ok && f, hw, power
@@ -270,14 +273,6 @@ func lacks(def metricDef, ab []abBlock) bool {
 
 func isRelative(rule workload.Rule) bool {
 	return rule.Direction != "" || rule.Tolerance > 0 || (rule.Max == nil && rule.Min == nil)
-}
-
-func sequentialDecision(sb []stats.Block, pol stats.Policy, sh stats.Shared) stats.Decision {
-	_, _, _, dec, ok := stats.SequentialBlocksShared(sb, pol, sh)
-	if !ok {
-		return stats.Undecided
-	}
-	return dec
 }
 
 func seqPolicy(rule workload.Rule, def metricDef, confidence float64) stats.Policy {

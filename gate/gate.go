@@ -674,15 +674,14 @@ func noSpan(r *run) bool { return !(r.span > 0) }
 
 // ruleStart is a rule's result before any value: which checks apply (absolute limits,
 // a comparison with the baseline) and the direction that comparison takes.
-func ruleStart(rule workload.Rule, def metricDef) (m MetricResult, absolute, relative bool, dir stats.Direction) {
+func ruleStart(rule workload.Rule, def metricDef) (m MetricResult, absolute, relative bool) {
 	m = MetricResult{Metric: rule.Metric, Unit: def.unit, Tolerance: rule.Tolerance, Max: rule.Max, Min: rule.Min, Method: MethodNone}
 	absolute = rule.Max != nil || rule.Min != nil
-	relative = rule.Direction != "" || rule.Tolerance > 0 || !absolute
-	dir = ruleDirection(rule, def)
+	relative = isRelative(rule)
 	if relative {
-		m.Direction = dir.String()
+		m.Direction = ruleDirection(rule, def).String()
 	}
-	return m, absolute, relative, dir
+	return m, absolute, relative
 }
 
 // absoluteVerdict checks v against the rule's absolute limits (max, min), noting on m
@@ -702,7 +701,7 @@ func evalRule(rule workload.Rule, def metricDef, base, cand []*run, cal *Calibra
 	if def.kind == kindStart {
 		return evalStart(rule, def, base, cand, g)
 	}
-	m, absolute, relative, _ := ruleStart(rule, def)
+	m, absolute, relative := ruleStart(rule, def)
 	if v, why, lacking := missingData(def, base, cand); lacking {
 		m.Verdict, m.Warnings = v, append(m.Warnings, why)
 		return m, true
@@ -950,13 +949,13 @@ func ruleDefs(cfg *workload.File) ([]workload.Rule, []metricDef, error) {
 	return rules, defs, nil
 }
 
-// ruleDirection is the direction rule judges def's metric in: the rule's own where it
-// gives one (ruleDefs has checked it), else the metric's natural one.
 // rulePolicy is the policy that judges rule on def's metric under the gate's settings.
 func rulePolicy(rule workload.Rule, def metricDef, g workload.GateConfig) stats.Policy {
 	return stats.Policy{Direction: ruleDirection(rule, def), Tolerance: rule.Tolerance, Resamples: g.Resamples, Confidence: g.Confidence, Seed: uint64(g.Seed)}
 }
 
+// ruleDirection is the direction rule judges def's metric in: the rule's own where it
+// gives one (ruleDefs has checked it), else the metric's natural one.
 func ruleDirection(rule workload.Rule, def metricDef) stats.Direction {
 	if rule.Direction == "" {
 		return def.natural

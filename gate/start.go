@@ -48,7 +48,7 @@ func mean(vs []float64) float64 {
 // more, and the ratio alone (no interval, said so) when a side has one.
 // It is not judged (false) when nothing applies: a relative rule without a baseline.
 func evalStart(rule workload.Rule, def metricDef, base, cand []*run, g workload.GateConfig) (MetricResult, bool) {
-	m, absolute, relative, _ := ruleStart(rule, def)
+	m, absolute, relative := ruleStart(rule, def)
 	cv, cstarts := startValues(def, cand)
 	if len(cv) == 0 {
 		why := "slogate did not start this run's engine: " + rule.Metric + " is measured only on a start of target.start"

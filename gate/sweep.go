@@ -55,7 +55,8 @@ func sweepSidesOf(cfg *workload.File, w *workload.Workload, hw string, sw *resul
 // not the engine, and warns instead of failing. Absolute limits (min, max) apply to the
 // candidate's value on their own.
 func evalSweep(rule workload.Rule, def metricDef, s sweepSides) MetricResult {
-	m, absolute, relative, dir := ruleStart(rule, def)
+	m, absolute, relative := ruleStart(rule, def)
+	dir := ruleDirection(rule, def)
 	cand, base := s.cand, s.base
 	if cand == nil {
 		m.Verdict = Warn

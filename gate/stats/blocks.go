@@ -94,10 +94,10 @@ func tooFewBlocks(blocks []Block) string {
 // call it with the values they drew.
 func CompareBlocksCore(blocks []Block, within float64, pol Policy, sh Shared) (Result, Noise) {
 	pol, notes, errs := pol.effective()
-	res := Result{Policy: pol}
+	res := Result{Policy: pol, Warnings: notes}
 	nz := Noise{Source: "blocks"}
 	if len(errs) > 0 {
-		res.Warnings = append(notes, errs[:len(errs)-1]...)
+		res.Warnings = append(res.Warnings, errs[:len(errs)-1]...)
 		return res.incomparable(errs[len(errs)-1]), nz
 	}
 	if why := tooFewBlocks(blocks); why != "" {
