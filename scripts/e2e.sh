@@ -775,9 +775,18 @@ scenario_calibrate() {
 	jqc "calibrate: the baseline stores 3 runs and their spread" baselines/chat/sim.json \
 		'.noise.source == "calibrate" and .noise.runs == 3 and (.noise.metrics | map(.metric) | contains(["itl_p99", "goodput"]))'
 	expect 0 run "$SLOGATE" run -q -c slogate.yaml --target "$url" -o cand || exit 1
-	if expect 0 gate "$SLOGATE" gate -c slogate.yaml -r cand --json cand/gate.json; then
-		jqc "calibrate: the gate adds the calibrated spread" cand/gate.json \
-			'.workloads[0].metrics[] | select(.metric == "itl_p99") | .method == "calibrated" and .noise.source == "calibration"'
+	# The same engine again: never a fail. A pass needs the runner quiet: beside the
+	# Action's runs in CI, the 3 runs once spread ±52% in ITL p99, over the rule's ±50%,
+	# and the rule was rightly undecided (exit 4).
+	local rc=0
+	"$SLOGATE" gate -c slogate.yaml -r cand --json cand/gate.json >"$d/gate.log" 2>&1 || rc=$?
+	if [[ $rc == 0 || $rc == 4 ]]; then
+		pass "gate: exit $rc"
+		jqc "calibrate: the gate adds the calibrated spread to an unchanged engine's ITL p99, which it does not fail; exit 4 exactly when inconclusive" cand/gate.json \
+			"(.workloads[0].metrics[] | select(.metric == \"itl_p99\") | .method == \"calibrated\" and .noise.source == \"calibration\" and .verdict != \"fail\") and ((.verdict == \"inconclusive\") == ($rc == 4))"
+	else
+		fail "gate: exit $rc, want 0 or 4"
+		tail -n 25 "$d/gate.log" | sed 's/^/        | /'
 	fi
 	# A 4× slower engine against that 3-run calibration fails: the interval is finite, on
 	# at least the calibration's 2 degrees of freedom, however the runs' spread splits.
