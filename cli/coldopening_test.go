@@ -16,10 +16,14 @@ import (
 // The same prompts sent again (one run id twice) meet a warm cache: refused, exit 3.
 func TestColdChatRunWithTemplateHeader(t *testing.T) {
 	t.Parallel()
-	url := startSim(t, sim.Options{Seed: 1, ChatSystemHeader: 25, Faults: sim.Faults{KVBlocks: 1024}})
-	cfg := writeConfig(t, strings.NewReplacer(
-		"target: {api: completions, engine: auto}", "target: {api: chat, engine: auto, url: "+url+"}",
-		"prompt_tokens: {dist: uniform, min: 20, max: 60}", "prompt_tokens: {dist: uniform, min: 40, max: 80}").Replace(tinyConfig))
+	var cfg string
+	fresh := func() {
+		url := startSim(t, sim.Options{Seed: 1, ChatSystemHeader: 25, Faults: sim.Faults{KVBlocks: 1024}})
+		cfg = writeConfig(t, strings.NewReplacer(
+			"target: {api: completions, engine: auto}", "target: {api: chat, engine: auto, url: "+url+"}",
+			"prompt_tokens: {dist: uniform, min: 20, max: 60}", "prompt_tokens: {dist: uniform, min: 40, max: 80}").Replace(tinyConfig))
+	}
+	fresh()
 	run := func(runID string) (*result.Record, int, string) {
 		dir := t.TempDir()
 		a, out, errb := testApp(t)
@@ -34,6 +38,14 @@ func TestColdChatRunWithTemplateHeader(t *testing.T) {
 		return rec, code, out.String() + errb.String()
 	}
 	rec, code, out := run("same")
+	if strings.HasPrefix(rec.Unfit(), "the load generator was saturated") {
+		// The machine, not the cold check, refused the run (under the race suite the
+		// client's goroutines ran 67 ms late at p99): once more on a fresh engine, as a
+		// rerun on the same one would meet the prompts warm. Twice in a row fails below.
+		t.Logf("the client could not keep up (%s): once more on a fresh engine", rec.Unfit())
+		fresh()
+		rec, code, out = run("same")
+	}
 	o, pc := rec.PrefixCache.Opening, rec.Summary.PrefixCache
 	if pc == nil {
 		t.Fatalf("no prefix-cache figures; exit %d\n%s", code, out)
