@@ -236,8 +236,9 @@ func Costs(j Job, rules []Rule) []Recipe {
 
 // committedDetectable is the change that a committed-baseline gate of repeats runs on
 // starts engine starts fails 95% of the time: the gate's own interval (stats.CompareSides
-// on the calibration's spread, its starts' part counted once per distinct start), with
-// the sampling noise inside RunSD. Without a calibration RunSD is taken as known.
+// on the calibration's spread, its starts' part counted once per distinct start, the
+// repeats pooled into a spread measured on one start), with the sampling noise inside
+// RunSD. Without a calibration RunSD is taken as known.
 func (r Rule) committedDetectable(conf float64, repeats, starts int) float64 {
 	if !(r.RunSD > 0) {
 		return math.Inf(1)
@@ -248,6 +249,10 @@ func (r Rule) committedDetectable(conf float64, repeats, starts int) float64 {
 	if r.CalRuns < 2 {
 		sp.DF, base = math.MaxInt32, stats.Side{Runs: 1} // known: the normal quantile
 		sp.WithinSD, w = 0, 0
+	} else if r.SharedSD == 0 && r.SharedBelow == 0 && r.CalStarts <= 1 && repeats > 1 {
+		// A calibration on one engine start: the gate pools the candidate's repeats
+		// into its spread (gate.withCandidate), on their degrees of freedom too.
+		sp.DF += repeats - 1
 	}
 	// Each side's sampling noise, as the gate measures it: the runs' own over their count.
 	base.Within = w / float64(base.Runs)

@@ -239,3 +239,33 @@ func TestCostsCommittedStarts(t *testing.T) {
 		t.Errorf("one repeat: %d recipes, want 3 (no second committed one)", len(rs))
 	}
 }
+
+// TestCostsCommittedPoolsRepeats: against a calibration on one engine start the gate
+// pools the candidate's repeats into the calibrated spread (gate.withCandidate), so the
+// committed baseline is costed on the calibration's degrees of freedom plus the repeats'
+// less one: a 4-run calibration and 3 repeats on 5, which detect a smaller change than
+// the calibration's 3 alone.
+func TestCostsCommittedPoolsRepeats(t *testing.T) {
+	j := Job{Run: 15 * time.Second, Start: 90 * time.Second, Wake: 3 * time.Second, Repeats: 3, MinBlocks: 16, MaxBlocks: 16}
+	const within = 0.02
+	r := Rule{Metric: "itl_p99", Tolerance: 0.10, RunSD: 0.06, WithinSD: within, CalRuns: 4, CalStarts: 1}
+	got := Costs(j, []Rule{r})[0].Detectable[0]
+	base := stats.Side{Runs: 4, Within: within * within / 4}
+	cand := stats.Side{Runs: 3, Within: within * within / 3}
+	pol := stats.Policy{Direction: stats.LowerIsBetter, Tolerance: r.Tolerance}
+	detect := func(df int) float64 {
+		_, nz := stats.CompareSides(base, cand, stats.Spread{RunSD: r.RunSD, WithinSD: within, DF: df}, "calibration", pol, "")
+		return stats.Detectable(nz, r.Tolerance, 0.95)
+	}
+	if want := detect(5); math.Abs(got-want) > 1e-9 {
+		t.Errorf("plan says %.4f is detectable, the gate's interval on 3 + 2 degrees of freedom %.4f", got, want)
+	}
+	if alone := detect(3); !(got < alone) {
+		t.Errorf("pooled %.4f, the calibration's degrees of freedom alone %.4f: want the pooled smaller", got, alone)
+	}
+	// On several starts nothing is pooled.
+	r.CalStarts = 4
+	if got, want := Costs(j, []Rule{r})[0].Detectable[0], detect(3); math.Abs(got-want) > 1e-9 {
+		t.Errorf("a calibration on 4 starts: plan says %.4f, the gate's interval on 3 degrees of freedom %.4f", got, want)
+	}
+}
