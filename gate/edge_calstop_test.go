@@ -23,7 +23,7 @@ import (
 // calibration that stopped early fail at the edge more often than after one that ran
 // every run; with it, no more (within the trials' binomial spread). The candidate's
 // repeats are pooled into the calibrated spread, as the gate pools them
-// (withCandidate): without, heavy-tailed runs (a stall in one run of twenty, which a
+// (poolRepeats): without, heavy-tailed runs (a stall in one run of twenty, which a
 // calibration of 20 runs draws none of 36% of the time) fail at the edge more than 73.
 func TestNoiseEdgeCalibrationStop(t *testing.T) {
 	waittest.ManyTrials(t)
@@ -84,14 +84,18 @@ func TestNoiseEdgeCalibrationStop(t *testing.T) {
 		b := stats.Side{Runs: n, LogMean: bm / float64(n)}
 		c := stats.Side{Runs: repeats, LogMean: cm / repeats}
 		ms := &cal.Metrics[0]
-		if !oneStart(cal, ms) {
+		if !OneStart(cal, ms) {
 			t.Fatal("a calibration on one engine start is not taken as one")
 		}
 		// The candidate's repeats measure the calibration's spread too, and the gate
-		// pools them into it (withCandidate).
+		// pools them into it.
 		own := stats.Spread{RunSD: sampleSDOf(cs), DF: repeats - 1}
+		pooled := func(sp stats.Spread) stats.Spread {
+			sp, _ = poolRepeats(sp, own)
+			return sp
+		}
 		fails := func(sp stats.Spread) bool {
-			res, _ := stats.CompareSides(b, c, stats.Pool(sp, own), "calibration", pol, "")
+			res, _ := stats.CompareSides(b, c, pooled(sp), "calibration", pol, "")
 			return res.Verdict == stats.Fail
 		}
 		// The same runs as a fixed calibration of 10 and of 20 runs.
@@ -103,7 +107,7 @@ func TestNoiseEdgeCalibrationStop(t *testing.T) {
 			for _, x := range xs[:k] {
 				bm += x
 			}
-			res, _ := stats.CompareSides(stats.Side{Runs: k, LogMean: bm / float64(k)}, c, stats.Pool(stats.Spread{RunSD: sampleSDOf(xs[:k]), DF: k - 1}, own), "calibration", pol, "")
+			res, _ := stats.CompareSides(stats.Side{Runs: k, LogMean: bm / float64(k)}, c, pooled(stats.Spread{RunSD: sampleSDOf(xs[:k]), DF: k - 1}), "calibration", pol, "")
 			return res.Verdict == stats.Fail
 		}
 		unpooled, _ := stats.CompareSides(b, c, ms.Spread(), "calibration", pol, "")

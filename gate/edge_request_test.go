@@ -244,7 +244,7 @@ func TestNoiseEdgePerRequest(t *testing.T) {
 }
 
 // storeWith is a store that holds b as its file, as the gate finds a committed baseline.
-func storeWith(t *testing.T, b *Baseline) Store {
+func storeWith(t testing.TB, b *Baseline) Store {
 	t.Helper()
 	data, err := Marshal(b)
 	if err != nil {

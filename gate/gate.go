@@ -727,7 +727,9 @@ func evalRule(rule workload.Rule, def metricDef, base, cand []*run, cal *Calibra
 				}
 				continue
 			}
-			mt := def.build(r)
+			// Kept: a calibrated rule measures the candidate's repeats' spread on the
+			// resamples its comparison then uses (withCandidate).
+			mt := stats.Keep(def.build(r))
 			ms = append(ms, mt)
 			vs[i] = stats.Value(mt)
 		}
@@ -776,7 +778,7 @@ func evalRule(rule workload.Rule, def metricDef, base, cand []*run, cal *Calibra
 			m.Warnings = append(m.Warnings, r.Warnings...)
 			verdicts = append(verdicts, r.Verdict)
 		default:
-			sp, source, candSpread := spreadOf(rule.Metric, cal, bms, cms, pol)
+			sp, source, pooled := spreadOf(rule.Metric, cal, bms, cms, pol)
 			if !sp.Known() && len(base) == 1 && len(cand) == 1 {
 				r := stats.Compare(bms[0], cms[0], pol)
 				m.Method = MethodBootstrap
@@ -805,12 +807,10 @@ func evalRule(rule workload.Rule, def metricDef, base, cand []*run, cal *Calibra
 			m.Resolution = r.Resolution
 			if r.Verdict != Incomparable {
 				m.Noise = noiseResult(nz, r)
-				m.Noise.CandidateDF = candSpread.DF
+				m.Noise.CandidateDF = pooled.DF
 			}
-			if candSpread.Known() {
-				if calSD := cal.Lookup(rule.Metric).Spread().RunSD; candSpread.RunSD > 2*calSD {
-					m.Warnings = append(m.Warnings, fmt.Sprintf("the candidate's %d repeats spread ±%.1f%% (sd of the log), more than twice the calibration's ±%.1f%%: pooled into the spread, they widen the interval (a run that stalled counts as noise, not as the change)", len(cand), 100*candSpread.RunSD, 100*calSD))
-				}
+			if pooled.Warning != "" {
+				m.Warnings = append(m.Warnings, pooled.Warning)
 			}
 			m.Warnings = append(m.Warnings, r.Warnings...)
 			verdicts = append(verdicts, r.Verdict)

@@ -589,6 +589,40 @@ func BenchmarkGate(b *testing.B) {
 	}
 }
 
+// BenchmarkGateCalibratedRepeats is the gate on a candidate of 3 repeats of 2,000
+// requests against a baseline calibrated on one engine start (6 runs), at the default
+// rules and resamples: each calibrated rule pools the repeats' spread into the
+// calibration's (withCandidate) on the resamples its comparison uses.
+func BenchmarkGateCalibratedRepeats(b *testing.B) {
+	f := testConfig(nil)
+	f.Workloads[0].Repeats = 3
+	spec := func(trial int) gatetest.Spec {
+		return gatetest.Spec{Trial: trial, Requests: 2000, Rate: 50, OutputTokens: 101, KVConcurrency: 80}
+	}
+	var cal, cand []*result.Record
+	for i := range 6 {
+		cal = append(cal, rec(f, uint64(10+i), spec(i+1)))
+	}
+	for i := range 3 {
+		cand = append(cand, rec(f, uint64(20+i), spec(i+1)))
+	}
+	bl, err := FromRecords(cal, created)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if bl.Noise, err = Calibrate(f, cal, false, created); err != nil {
+		b.Fatal(err)
+	}
+	store := storeWith(b, bl)
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := Evaluate(Input{Config: f, Runs: cand, Store: store})
+		if err != nil || res.Verdict == Error {
+			b.Fatal(err, res.Verdict)
+		}
+	}
+}
+
 // BenchmarkRunOf is preparing one record of 500 requests for the gate: each request's
 // chunk gaps and per-token intervals, kept once where every chunk carried one token.
 func BenchmarkRunOf(b *testing.B) {

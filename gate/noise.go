@@ -284,11 +284,11 @@ func noiseResult(nz stats.Noise, res stats.Result) *NoiseResult {
 // spreadOf is the between-run spread a comparison of base and cand uses: the
 // calibration stored with the baseline (pooled with the candidate's own repeats where
 // both measure one spread: withCandidate), else the spread of the trials of either side,
-// else none. cand is the candidate's repeats' own spread where it was pooled.
-func spreadOf(metric string, cal *Calibration, bms, cms []stats.Metric, pol stats.Policy) (sp stats.Spread, source string, cand stats.Spread) {
+// else none.
+func spreadOf(metric string, cal *Calibration, bms, cms []stats.Metric, pol stats.Policy) (sp stats.Spread, source string, pr pooledRepeats) {
 	if ms := cal.Lookup(metric); ms != nil {
-		sp, cand = withCandidate(cal, ms, cms, pol)
-		return sp, "calibration", cand
+		sp, pr = withCandidate(cal, ms, cms, pol)
+		return sp, "calibration", pr
 	}
 	var parts []stats.Spread
 	for _, side := range [][]stats.Metric{bms, cms} {
@@ -299,40 +299,57 @@ func spreadOf(metric string, cal *Calibration, bms, cms []stats.Metric, pol stat
 		}
 	}
 	if sp := stats.Pool(parts...); sp.Known() {
-		return sp, "trials", stats.Spread{}
+		return sp, "trials", pooledRepeats{}
 	}
-	return stats.Spread{}, "", stats.Spread{}
+	return stats.Spread{}, "", pooledRepeats{}
+}
+
+// pooledRepeats says what a candidate's repeats added to a calibrated spread: their
+// degrees of freedom (0: not pooled), and a warning when they spread more than twice
+// the calibration's runs.
+type pooledRepeats struct {
+	DF      int
+	Warning string
 }
 
 // withCandidate is the calibrated spread ms, pooled with the spread of the candidate's
-// own runs cms where the calibration's runs shared one engine start on one day: its
-// spread is then that between runs of one start, which the candidate's repeats measure
-// too (a two-sample t test's pooled variance; repeats on starts of their own put more
-// into it, never less). cand is the repeats' own spread (its DF, their number less one,
-// are what they add), unknown where they were not pooled: fewer than two, a run without
-// a value, or a calibration whose runs spread over starts or days (its spread holds
-// parts that repeats on one start cannot see).
+// own runs cms (their resamples the comparison's: stats.StreamCandidate) where the
+// calibration's runs shared one engine start on one day (OneStart): its spread is then
+// that between runs of one start, which the candidate's repeats measure too. Not pooled:
+// fewer than two repeats, a run without a value, or a calibration whose runs spread
+// over starts or days (its spread holds parts that repeats on one start cannot see).
+func withCandidate(cal *Calibration, ms *MetricSpread, cms []stats.Metric, pol stats.Policy) (stats.Spread, pooledRepeats) {
+	if len(cms) < 2 || !OneStart(cal, ms) {
+		return ms.Spread(), pooledRepeats{}
+	}
+	cs, _, why := stats.MeasureSide(cms, pol, stats.StreamCandidate)
+	if why != "" {
+		return ms.Spread(), pooledRepeats{}
+	}
+	return poolRepeats(ms.Spread(), cs)
+}
+
+// poolRepeats pools a candidate's repeats' spread cs into the calibrated spread sp, as
+// a two-sample t test pools its samples (repeats on starts of their own put more into
+// it, never less).
 //
 // A calibration sees only its own runs: run-level noise with heavy tails (a stall in
 // one run of twenty) is missing from the 36% of 20-run calibrations that drew no stall,
 // and a candidate whose one repeat stalled then failed at the tolerance's edge 82 times
 // in 2,000 against the 73 a 2.5% rule allows; pooled, the stalled repeat widens its own
 // interval (64 of 2,000; TestNoiseEdgeCalibrationStop).
-func withCandidate(cal *Calibration, ms *MetricSpread, cms []stats.Metric, pol stats.Policy) (sp, cand stats.Spread) {
-	sp = ms.Spread()
-	if len(cms) < 2 || !oneStart(cal, ms) {
-		return sp, stats.Spread{}
+func poolRepeats(sp, cs stats.Spread) (stats.Spread, pooledRepeats) {
+	pr := pooledRepeats{DF: cs.DF}
+	if cs.RunSD > 2*sp.RunSD {
+		pr.Warning = fmt.Sprintf("the candidate's %d repeats spread ±%.1f%% (sd of the log), more than twice the calibration's ±%.1f%%: pooled into the spread, they widen the interval (a run that stalled counts as noise, not as the change)", cs.DF+1, 100*cs.RunSD, 100*sp.RunSD)
 	}
-	cs, why := stats.MeasureSpread(cms, pol)
-	if why != "" {
-		return sp, stats.Spread{}
-	}
-	return stats.Pool(sp, cs), cs
+	return stats.Pool(sp, cs), pr
 }
 
-// oneStart says whether the calibration's runs of ms shared one engine start on one day
-// (no part between starts or days measured, nor runs labelled with several starts).
-func oneStart(cal *Calibration, ms *MetricSpread) bool {
+// OneStart says whether the calibration's runs of ms shared one engine start on one day
+// (no part between starts or days measured, nor runs labelled with several starts). The
+// gate pools a candidate's repeats into such a spread, and plan costs them so.
+func OneStart(cal *Calibration, ms *MetricSpread) bool {
 	c := ms.Components
 	return cal.Starts() <= 1 && (c == nil || (c.StartsSD == nil && c.DaysSD == nil))
 }

@@ -77,7 +77,7 @@ func TestCalibratedSpreadPoolsCandidateRepeats(t *testing.T) {
 			bs, _ := stats.Summarise(build(cal), pol, stats.StreamBaseline)
 			cs, _ := stats.Summarise(build(cand), pol, stats.StreamCandidate)
 			bs.Starts, cs.Starts = 1, 1
-			own, why := stats.MeasureSpread(build(cand), pol)
+			own, _, why := stats.MeasureSide(build(cand), pol, stats.StreamCandidate)
 			if why != "" {
 				t.Fatal(why)
 			}

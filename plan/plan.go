@@ -73,6 +73,10 @@ type Rule struct {
 	// once per engine kept through its blocks. 0: not measured.
 	StartsSD float64
 	StartsDF int
+	// PoolsRepeats: the calibration's runs shared one engine start (gate.OneStart),
+	// and the gate pools a candidate's repeats into its spread, on their degrees of
+	// freedom too.
+	PoolsRepeats bool
 	// Source says where RunSD came from: a calibration's file, or the default.
 	Source string
 }
@@ -249,9 +253,7 @@ func (r Rule) committedDetectable(conf float64, repeats, starts int) float64 {
 	if r.CalRuns < 2 {
 		sp.DF, base = math.MaxInt32, stats.Side{Runs: 1} // known: the normal quantile
 		sp.WithinSD, w = 0, 0
-	} else if r.SharedSD == 0 && r.SharedBelow == 0 && r.CalStarts <= 1 && repeats > 1 {
-		// A calibration on one engine start: the gate pools the candidate's repeats
-		// into its spread (gate.withCandidate), on their degrees of freedom too.
+	} else if r.PoolsRepeats && repeats > 1 {
 		sp.DF += repeats - 1
 	}
 	// Each side's sampling noise, as the gate measures it: the runs' own over their count.

@@ -241,31 +241,47 @@ func TestCostsCommittedStarts(t *testing.T) {
 }
 
 // TestCostsCommittedPoolsRepeats: against a calibration on one engine start the gate
-// pools the candidate's repeats into the calibrated spread (gate.withCandidate), so the
+// pools the candidate's repeats into the calibrated spread (gate.OneStart), so the
 // committed baseline is costed on the calibration's degrees of freedom plus the repeats'
 // less one: a 4-run calibration and 3 repeats on 5, which detect a smaller change than
-// the calibration's 3 alone.
+// the calibration's 3 alone. ForWorkload marks the rule so from the calibration; one
+// over several starts is costed on its own degrees of freedom.
 func TestCostsCommittedPoolsRepeats(t *testing.T) {
-	j := Job{Run: 15 * time.Second, Start: 90 * time.Second, Wake: 3 * time.Second, Repeats: 3, MinBlocks: 16, MaxBlocks: 16}
+	w := &workload.Workload{Name: "chat", Requests: 300, Repeats: 3, Arrival: workload.Arrival{Process: "poisson", Rate: 10}}
 	const within = 0.02
-	r := Rule{Metric: "itl_p99", Tolerance: 0.10, RunSD: 0.06, WithinSD: within, CalRuns: 4, CalStarts: 1}
-	got := Costs(j, []Rule{r})[0].Detectable[0]
+	cal := &gate.Calibration{Source: "calibrate", Runs: 4, Metrics: []gate.MetricSpread{{Metric: "itl_p99", RunSD: 0.06, WithinSD: within, DF: 3}}}
+	in := Inputs{Job: Job{Start: 90 * time.Second, Wake: 3 * time.Second, MinBlocks: 16, MaxBlocks: 16},
+		Rules: []workload.Rule{{Metric: "itl_p99", Direction: "lower", Tolerance: 0.10}}, Calibration: cal, CalibrationPath: "x.json"}
+	detectable := func() float64 {
+		t.Helper()
+		p, err := ForWorkload(w, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Recipes[0].Mode != ModeCommitted {
+			t.Fatalf("recipes %+v, want the committed baseline first", p.Recipes)
+		}
+		return p.Recipes[0].Detectable[0]
+	}
 	base := stats.Side{Runs: 4, Within: within * within / 4}
 	cand := stats.Side{Runs: 3, Within: within * within / 3}
-	pol := stats.Policy{Direction: stats.LowerIsBetter, Tolerance: r.Tolerance}
-	detect := func(df int) float64 {
-		_, nz := stats.CompareSides(base, cand, stats.Spread{RunSD: r.RunSD, WithinSD: within, DF: df}, "calibration", pol, "")
-		return stats.Detectable(nz, r.Tolerance, 0.95)
+	pol := stats.Policy{Direction: stats.LowerIsBetter, Tolerance: 0.10}
+	gateSays := func(df int) float64 {
+		_, nz := stats.CompareSides(base, cand, stats.Spread{RunSD: 0.06, WithinSD: within, DF: df}, "calibration", pol, "")
+		return stats.Detectable(nz, pol.Tolerance, 0.95)
 	}
-	if want := detect(5); math.Abs(got-want) > 1e-9 {
+	got := detectable()
+	if want := gateSays(5); math.Abs(got-want) > 1e-9 {
 		t.Errorf("plan says %.4f is detectable, the gate's interval on 3 + 2 degrees of freedom %.4f", got, want)
 	}
-	if alone := detect(3); !(got < alone) {
+	if alone := gateSays(3); !(got < alone) {
 		t.Errorf("pooled %.4f, the calibration's degrees of freedom alone %.4f: want the pooled smaller", got, alone)
 	}
-	// On several starts nothing is pooled.
-	r.CalStarts = 4
-	if got, want := Costs(j, []Rule{r})[0].Detectable[0], detect(3); math.Abs(got-want) > 1e-9 {
+	// Runs labelled with four starts: nothing is pooled.
+	for i := range 4 {
+		cal.RunInfo = append(cal.RunInfo, gate.CalRun{Start: i, Day: "2026-12-01"})
+	}
+	if got, want := detectable(), gateSays(3); math.Abs(got-want) > 1e-9 {
 		t.Errorf("a calibration on 4 starts: plan says %.4f, the gate's interval on 3 degrees of freedom %.4f", got, want)
 	}
 }

@@ -50,12 +50,13 @@ func ForWorkload(w *workload.Workload, in Inputs) (Plan, error) {
 		pr := Rule{Metric: r.Metric, Tolerance: r.Tolerance, RunSD: DefaultRunSD, Source: fmt.Sprintf("assumed: no calibration; %g is vLLM's ITL p99 over three runs", DefaultRunSD)}
 		if m := in.Calibration.Lookup(r.Metric); m != nil {
 			pr.RunSD, pr.CalRuns, pr.Source = m.RunSD, m.DF+1, fmt.Sprintf("calibration of %d runs, %s", m.DF+1, in.CalibrationPath)
-			pr.CalStarts = in.Calibration.Starts()
+			pr.PoolsRepeats = gate.OneStart(in.Calibration, m)
 			if sp := m.Spread(); sp.SharedSD > 0 {
 				// The spread the gate takes: every part measured, the starts' and days'
 				// shared by the runs of one start, on the highest level's degrees of freedom.
 				pr.RunSD, pr.SharedSD, pr.DF = sp.RunSD, sp.SharedSD, sp.DF
 				pr.WithinSD, pr.SharedBelow = sp.WithinSD, sp.SharedBelow
+				pr.CalStarts = in.Calibration.Starts()
 			}
 			if sd, df, ok, bound := gate.StartSpread(in.Calibration, r.Metric, in.Job.Confidence); ok {
 				// The swapped job adds what the gate will: a part measured less surely

@@ -151,6 +151,24 @@ expect() {
 	return 1
 }
 
+# expect_0or4 NAME DESCRIPTION FILE FILTER COMMAND...: a check that COMMAND (its output
+# in $d/NAME.log) exits 0 or 4, an engine's noise left free to leave a rule undecided,
+# and then that FILTER is true of FILE with exit 4 exactly when its verdict is
+# inconclusive. Returns 0 when the exit was 0 or 4.
+expect_0or4() {
+	local name=$1 desc=$2 file=$3 filter=$4 rc=0
+	shift 4
+	"$@" >"$d/$name.log" 2>&1 || rc=$?
+	if ((rc != 0 && rc != 4)); then
+		fail "$name: exit $rc, want 0 or 4 ($*)"
+		tail -n 25 "$d/$name.log" | sed 's/^/        | /'
+		return 1
+	fi
+	pass "$name: exit $rc"
+	jqc "$desc; exit 4 exactly when inconclusive" "$file" "($filter) and ((.verdict == \"inconclusive\") == ($rc == 4))"
+	return 0
+}
+
 # jqc DESCRIPTION FILE FILTER [jq args...]: a check that FILTER is true of FILE; on
 # failure prints what the filter's inputs were.
 jqc() {
@@ -673,16 +691,9 @@ scenario_import_export() {
 		cp "$peers/aiperf_0.10.0_chatbot/profile_export.jsonl" aiperf-run2/in/
 		sed 's|/work/results/nvfp4/spark_repro_llama31|/home/ci/run-2|g' "$peers/aiperf_0.10.0_chatbot/profile_export_aiperf.json" >aiperf-run2/in/profile_export_aiperf.json
 		expect 0 import-aiperf-2 "$SLOGATE" import --from aiperf aiperf-run2/in/profile_export.jsonl -c "$REPO_ROOT/testdata/import/peers.yaml" -w aiperf-chatbot -o aiperf-run2/out
-		local rc=0
-		"$SLOGATE" gate -c "$REPO_ROOT/testdata/import/peers.yaml" --baselines aiperf-baselines -r aiperf-run2/out --json aiperf-run2/gate.json >"$d/gate-aiperf.log" 2>&1 || rc=$?
-		if [[ $rc == 0 || $rc == 4 ]]; then
-			pass "gate-aiperf: two imports of one AIPerf benchmark: exit $rc"
-			jqc "gate: two imports of one real AIPerf benchmark compare (one hash), every ratio 1, no fail; exit 4 exactly when inconclusive" aiperf-run2/gate.json \
-				"(.verdict != \"incomparable\" and .verdict != \"fail\") and ((.verdict == \"inconclusive\") == ($rc == 4)) and ([.workloads[0].metrics[] | select(.ratio != null) | .ratio] | length > 0 and all(. == 1))"
-		else
-			fail "gate-aiperf: exit $rc, want 0 or 4"
-			tail -n 25 "$d/gate-aiperf.log" | sed 's/^/        | /'
-		fi
+		expect_0or4 gate-aiperf "gate: two imports of one real AIPerf benchmark compare (one hash), every ratio 1, no fail" aiperf-run2/gate.json \
+			'.verdict != "incomparable" and .verdict != "fail" and ([.workloads[0].metrics[] | select(.ratio != null) | .ratio] | length > 0 and all(. == 1))' \
+			"$SLOGATE" gate -c "$REPO_ROOT/testdata/import/peers.yaml" --baselines aiperf-baselines -r aiperf-run2/out --json aiperf-run2/gate.json
 	fi
 }
 
@@ -699,16 +710,10 @@ scenario_ab() {
 	local slow=$url
 	# The same engine on both sides never fails: eight blocks mostly show ITL p99 within
 	# 50% (pass, exit 0); a loaded machine may spread them past it (inconclusive, exit 4).
-	local rc=0
-	"$SLOGATE" ab -c slogate.yaml --baseline-target "$a" --candidate-target "$b" --blocks 8 -o same >"$d/ab-same.log" 2>&1 || rc=$?
-	if [[ $rc == 0 || $rc == 4 ]]; then
-		pass "ab-same: exit $rc"
+	if expect_0or4 ab-same "ab: same engine does not fail, judged by its blocks" same/gate.json \
+		'(.verdict == "pass" or .verdict == "improved" or .verdict == "warn" or .verdict == "inconclusive") and (.workloads[0].metrics[] | select(.metric == "itl_p99") | .method == "blocks")' \
+		"$SLOGATE" ab -c slogate.yaml --baseline-target "$a" --candidate-target "$b" --blocks 8 -o same; then
 		files same chat.ab1.baseline.json chat.ab2.candidate.json gate.json comment.md report.html
-		jqc "ab: same engine does not fail, judged by its blocks; exit 4 exactly when inconclusive" same/gate.json \
-			"(.verdict == \"pass\" or .verdict == \"improved\" or .verdict == \"warn\" or .verdict == \"inconclusive\") and ((.verdict == \"inconclusive\") == ($rc == 4)) and (.workloads[0].metrics[] | select(.metric == \"itl_p99\") | .method == \"blocks\")"
-	else
-		fail "ab-same: exit $rc, want 0 or 4"
-		tail -n 25 "$d/ab-same.log" | sed 's/^/        | /'
 	fi
 	# An engine against itself under a 1% ITL tolerance that four blocks mostly cannot
 	# resolve: not decided either way. It reads inconclusive in the terminal, gate.json and
@@ -782,16 +787,9 @@ scenario_calibrate() {
 	# The same engine again: never a fail. A pass needs the runner quiet: beside the
 	# Action's runs in CI, the 3 runs once spread ±52% in ITL p99, over the rule's ±50%,
 	# and the rule was rightly undecided (exit 4).
-	local rc=0
-	"$SLOGATE" gate -c slogate.yaml -r cand --json cand/gate.json >"$d/gate.log" 2>&1 || rc=$?
-	if [[ $rc == 0 || $rc == 4 ]]; then
-		pass "gate: exit $rc"
-		jqc "calibrate: the gate adds the calibrated spread to an unchanged engine's ITL p99, which it does not fail; exit 4 exactly when inconclusive" cand/gate.json \
-			"(.workloads[0].metrics[] | select(.metric == \"itl_p99\") | .method == \"calibrated\" and .noise.source == \"calibration\" and .verdict != \"fail\") and ((.verdict == \"inconclusive\") == ($rc == 4))"
-	else
-		fail "gate: exit $rc, want 0 or 4"
-		tail -n 25 "$d/gate.log" | sed 's/^/        | /'
-	fi
+	expect_0or4 gate "calibrate: the gate adds the calibrated spread to an unchanged engine's ITL p99, which it does not fail" cand/gate.json \
+		'.workloads[0].metrics[] | select(.metric == "itl_p99") | .method == "calibrated" and .noise.source == "calibration" and .verdict != "fail"' \
+		"$SLOGATE" gate -c slogate.yaml -r cand --json cand/gate.json
 	# A 4× slower engine against that 3-run calibration fails: the interval is finite, on
 	# at least the calibration's 2 degrees of freedom, however the runs' spread splits.
 	sim slow --profile llama-8b-h100 --slowdown 4
@@ -837,16 +835,9 @@ scenario_llamacpp() {
 	# An unchanged server never fails. One run against one baseline run of ITL gaps of a
 	# few ms on a shared machine can move by half (×1.6 seen): its interval may reach
 	# past even a +100% tolerance, and the rule is then inconclusive (exit 4).
-	local rc=0
-	"$SLOGATE" gate -c slogate.yaml -w $w -r cand --json cand/gate.json >"$d/gate.log" 2>&1 || rc=$?
-	if [[ $rc == 0 || $rc == 4 ]]; then
-		pass "gate: exit $rc"
-		jqc "llamacpp: the gate does not fail an unchanged server; exit 4 exactly when inconclusive" cand/gate.json \
-			"(.verdict == \"pass\" or .verdict == \"improved\" or .verdict == \"warn\" or .verdict == \"inconclusive\") and ((.verdict == \"inconclusive\") == ($rc == 4))"
-	else
-		fail "gate: exit $rc, want 0 or 4"
-		tail -n 25 "$d/gate.log" | sed 's/^/        | /'
-	fi
+	expect_0or4 gate "llamacpp: the gate does not fail an unchanged server" cand/gate.json \
+		'.verdict == "pass" or .verdict == "improved" or .verdict == "warn" or .verdict == "inconclusive"' \
+		"$SLOGATE" gate -c slogate.yaml -w $w -r cand --json cand/gate.json
 	llamacpp_ab
 }
 

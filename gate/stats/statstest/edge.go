@@ -33,9 +33,10 @@ type EdgeRule struct {
 }
 
 // RunEdge drives every rule under every noise model at a tolerance, each pair on its
-// own stream of seed (rule i of rules on the streams of rule first+i), and logs one docs/noise.md table row per pair. A rule fails the
-// test where it breaks the edge check or its stated rates; a negative control where it
-// passes the edge check (the check would have no teeth).
+// own stream of seed (rule i of rules on the streams of rule first+i), and logs one
+// docs/noise.md table row per pair. A rule fails the test where it breaks the edge
+// check or its stated rates; a negative control where it passes the edge check (the
+// check would have no teeth).
 func RunEdge(t *testing.T, seed uint64, first int, tolerance float64, rules []EdgeRule) {
 	t.Helper()
 	edge := math.Log1p(tolerance)
