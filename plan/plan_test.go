@@ -277,6 +277,15 @@ func TestCostsCommittedPoolsRepeats(t *testing.T) {
 	if alone := gateSays(3); !(got < alone) {
 		t.Errorf("pooled %.4f, the calibration's degrees of freedom alone %.4f: want the pooled smaller", got, alone)
 	}
+	// A calibration that stopped early is costed on its spread corrected for the stop,
+	// as the gate judges on it (gate.MetricSpread.Spread).
+	cal.Metrics[0].StopFactor = 1.5
+	stopped := detectable()
+	cal.Metrics[0].StopFactor = 0
+	_, nz := stats.CompareSides(base, cand, stats.Spread{RunSD: 1.5 * 0.06, WithinSD: within, DF: 5}, "calibration", pol, "")
+	if want := stats.Detectable(nz, pol.Tolerance, 0.95); math.Abs(stopped-want) > 1e-9 {
+		t.Errorf("a calibration stopped early (StopFactor 1.5): plan says %.4f is detectable, the gate's interval on its corrected spread %.4f", stopped, want)
+	}
 	// Runs labelled with four starts: nothing is pooled.
 	for i := range 4 {
 		cal.RunInfo = append(cal.RunInfo, gate.CalRun{Start: i, Day: "2026-12-01"})

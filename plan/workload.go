@@ -49,12 +49,14 @@ func ForWorkload(w *workload.Workload, in Inputs) (Plan, error) {
 	for _, r := range in.Rules {
 		pr := Rule{Metric: r.Metric, Tolerance: r.Tolerance, RunSD: DefaultRunSD, Source: fmt.Sprintf("assumed: no calibration; %g is vLLM's ITL p99 over three runs", DefaultRunSD)}
 		if m := in.Calibration.Lookup(r.Metric); m != nil {
-			pr.RunSD, pr.CalRuns, pr.Source = m.RunSD, m.DF+1, fmt.Sprintf("calibration of %d runs, %s", m.DF+1, in.CalibrationPath)
+			// The spread the gate takes (a stopped calibration's corrected for the stop).
+			sp := m.Spread()
+			pr.RunSD, pr.CalRuns, pr.Source = sp.RunSD, m.DF+1, fmt.Sprintf("calibration of %d runs, %s", m.DF+1, in.CalibrationPath)
 			pr.PoolsRepeats = gate.OneStart(in.Calibration, m)
-			if sp := m.Spread(); sp.SharedSD > 0 {
-				// The spread the gate takes: every part measured, the starts' and days'
-				// shared by the runs of one start, on the highest level's degrees of freedom.
-				pr.RunSD, pr.SharedSD, pr.DF = sp.RunSD, sp.SharedSD, sp.DF
+			if sp.SharedSD > 0 {
+				// Every part measured, the starts' and days' shared by the runs of one
+				// start, on the highest level's degrees of freedom.
+				pr.SharedSD, pr.DF = sp.SharedSD, sp.DF
 				pr.WithinSD, pr.SharedBelow = sp.WithinSD, sp.SharedBelow
 				pr.CalStarts = in.Calibration.Starts()
 			}
